@@ -1,0 +1,1 @@
+"""Ontology data model, edit rules, the GraphStore contract with its backends, retrieval and rendering."""

@@ -1,0 +1,275 @@
+"""Embedded default backend: LadybugDB (the maintained Kuzu fork), in-process, durable, Cypher.
+
+LadybugDB's vector and full-text extensions are downloaded at run time, which an offline machine
+cannot do, so search runs in Python over one user's facts: exact cosine on a cached matrix plus
+BM25. The cache is per user and dropped on every commit for that user. One process owns a store
+directory (LadybugDB takes a file lock); inside it, a lock serializes transactions.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from graph.bm25 import BM25
+from graph.cypher_guard import UID_PARAM, scope_to_user
+from graph.embedded import queries as Q
+from graph.models import Edit, Turn, as_utc
+from graph.serialize import (FACT_PROPS, concept_row, edit_row, fact_row, row_concept, row_edit, row_fact,
+                             row_relation, row_turn, session_key, turn_key, turn_row)
+from graph.snapshot import ChangeSet, Snapshot
+from graph.store import ConcurrentModification, ReadOnlyViolation, StoreError, Subgraph
+
+
+def _iso(row: Any) -> Any:
+    """Datetimes as naive-UTC ISO strings; the queries CAST them to TIMESTAMP."""
+    if isinstance(row, dict):
+        return {k: (as_utc(v).replace(tzinfo=None).isoformat() if isinstance(v, datetime) else v) for k, v in row.items()}
+    return row
+
+
+@dataclass
+class _SearchIndex:
+    ids: list[str]
+    matrix: np.ndarray | None  # normalized rows for the facts that have embeddings
+    emb_ids: list[str]
+    bm25: BM25
+
+
+class EmbeddedStore:
+    name = "embedded"
+
+    def __init__(self, path: str | Path):
+        import ladybug  # imported here so the Neo4j-only deployments never load it
+
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = ladybug.Database(str(self.path))
+        self._conn = ladybug.Connection(self._db)
+        self._lock = threading.RLock()
+        self._index: dict[str, _SearchIndex] = {}
+
+    # -- plumbing --
+    def _q(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
+        res = self._conn.execute(query, params or {})
+        return res.get_all() if res is not None else []
+
+    def _rows(self, query: str, rows: list[Any], user_id: str) -> None:
+        if rows:
+            self._q(query, {"rows": [_iso(r) for r in rows], "u": user_id})
+
+    def _rollback(self) -> None:
+        # LadybugDB already aborts the transaction when a statement fails inside it.
+        try:
+            self._q("ROLLBACK")
+        except RuntimeError:
+            pass
+
+    def setup(self) -> None:
+        with self._lock:
+            for stmt in Q.SCHEMA:
+                self._q(stmt)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+            self._db.close()
+
+    # -- snapshot / commit --
+    def load_snapshot(self, user_id: str) -> Snapshot:
+        with self._lock:
+            p = {"u": user_id}
+            s = Snapshot(user_id=user_id)
+            v = self._q(Q.GET_VERSION, p)
+            s.version = v[0][0] if v else 0
+            for r in self._q(Q.LOAD_CONCEPTS, p):
+                c = row_concept(dict(zip(("concept_id", "user_id", "name", "description", "created_at", "retired_at"), r)))
+                s.concepts[c.concept_id] = c
+            s.parent = {c: par for par, c in self._q(Q.LOAD_PARENTS, p)}
+            s.fact_concept = {f: c for c, f in self._q(Q.LOAD_CONTAINS, p)}
+            for r in self._q(Q.LOAD_FACTS, p):
+                f = row_fact(dict(zip(FACT_PROPS, r)))
+                s.facts[f.fact_id] = f
+            for rel in self._relations(Q.LOAD_SUPERSEDES, Q.LOAD_CONFLICTS, p):
+                s.relations[rel.key] = rel
+            for r in self._q(Q.LOAD_EDITS, p):
+                e = self._edit(r)
+                s.edits[e.edit_id] = e
+            s.turn_ids = {r[0] for r in self._q(Q.LOAD_TURN_IDS, p)}
+            s.sessions = {sid: h for sid, h in self._q(Q.LOAD_SESSIONS, p)}
+            return s
+
+    @staticmethod
+    def _edit(r: list[Any]) -> Edit:
+        return row_edit(dict(zip(("edit_id", "user_id", "seq", "session_id", "op", "at", "payload", "undone_at"), r)))
+
+    def _relations(self, sup_q: str, conf_q: str, params: dict[str, Any]) -> list:
+        out = [row_relation({"type": "SUPERSEDES", "src": a, "dst": b, "at": at, "reason": why})
+               for a, b, at, why in self._q(sup_q, params)]
+        out += [row_relation({"type": "CONFLICTS_WITH", "src": a, "dst": b, "at": at, "reason": why, "resolved_at": res})
+                for a, b, at, why, res in self._q(conf_q, params)]
+        return out
+
+    def commit(self, changes: ChangeSet) -> None:
+        u = changes.user_id
+        with self._lock:
+            self._q("BEGIN TRANSACTION")
+            try:
+                v = self._q(Q.GET_VERSION, {"u": u})
+                current = v[0][0] if v else 0
+                if current != changes.expected_version:
+                    raise ConcurrentModification(
+                        f"user {u!r} is at version {current}, batch was built on {changes.expected_version}")
+                self._write(changes)
+                self._q(Q.SET_VERSION, {"u": u, "v": changes.new_version})
+                self._q("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+            finally:
+                self._index.pop(u, None)
+
+    def _write(self, cs: ChangeSet) -> None:
+        u = cs.user_id
+        self._rows(Q.CREATE_TURNS, [turn_row(t) for t in cs.turns_create], u)
+        self._rows(Q.UPSERT_SESSIONS, [{"key": session_key(u, s), "session_id": s, "content_hash": h}
+                                       for s, h in cs.sessions_upsert.items()], u)
+        self._rows(Q.UPSERT_CONCEPTS, [concept_row(c) for c in cs.concepts_upsert], u)
+        self._rows(Q.CREATE_FACTS, [{**fact_row(f), "embedding": cs.embeddings.get(f.fact_id)} for f in cs.facts_create], u)
+        self._rows(Q.UPDATE_FACTS, [fact_row(f) for f in cs.facts_update], u)
+        self._rows(Q.REMOVE_PARENT, [{"p": p, "c": c} for p, c in cs.parent_remove], u)
+        self._rows(Q.REMOVE_CONTAINS, [{"c": c, "f": f} for c, f in cs.contains_remove], u)
+        rm = [{"src": r.src, "dst": r.dst} for r in cs.relations_remove if r.type == "SUPERSEDES"]
+        self._rows(Q.REMOVE_SUPERSEDES, rm, u)
+        rm = [{"src": r.src, "dst": r.dst} for r in cs.relations_remove if r.type == "CONFLICTS_WITH"]
+        self._rows(Q.REMOVE_CONFLICTS, rm, u)
+        self._rows(Q.ADD_SUPERSEDES, [{"src": r.src, "dst": r.dst, "at": r.at, "reason": r.reason}
+                                      for r in cs.relations_add if r.type == "SUPERSEDES"], u)
+        self._rows(Q.ADD_CONFLICTS, [{"src": r.src, "dst": r.dst, "at": r.at, "reason": r.reason,
+                                      "resolved_at": r.resolved_at} for r in cs.relations_add if r.type == "CONFLICTS_WITH"], u)
+        self._rows(Q.UPDATE_CONFLICTS, [{"src": r.src, "dst": r.dst, "reason": r.reason, "resolved_at": r.resolved_at}
+                                        for r in cs.relations_update if r.type == "CONFLICTS_WITH"], u)
+        self._rows(Q.ADD_PARENT, [{"p": p, "c": c} for p, c in cs.parent_add], u)
+        self._rows(Q.ADD_CONTAINS, [{"c": c, "f": f} for c, f in cs.contains_add], u)
+        self._rows(Q.ADD_DERIVED, [{"f": f, "t": turn_key(u, t)} for f, t in cs.derived_from_add], u)
+        self._rows(Q.UPSERT_EDITS, [edit_row(e) for e in cs.edits_upsert], u)
+        self._rows(Q.DELETE_FACTS, list(cs.facts_delete), u)
+        self._rows(Q.DELETE_CONCEPTS, list(cs.concepts_delete), u)
+
+    # -- retrieval reads --
+    def _search_index(self, user_id: str) -> _SearchIndex:
+        idx = self._index.get(user_id)
+        if idx is None:
+            with self._lock:
+                rows = self._q(Q.SEARCH_ROWS, {"u": user_id})
+            ids = [r[0] for r in rows]
+            emb = [(r[0], r[2]) for r in rows if r[2]]
+            matrix = None
+            if emb:
+                matrix = np.asarray([e for _, e in emb], dtype=np.float32)
+                matrix /= np.linalg.norm(matrix, axis=1, keepdims=True) + 1e-12
+            idx = _SearchIndex(ids=ids, matrix=matrix, emb_ids=[i for i, _ in emb], bm25=BM25([r[1] for r in rows]))
+            self._index[user_id] = idx
+        return idx
+
+    def vector_search(self, user_id: str, embedding: Sequence[float], k: int) -> list[tuple[str, float]]:
+        idx = self._search_index(user_id)
+        if idx.matrix is None or k <= 0:
+            return []
+        q = np.asarray(embedding, dtype=np.float32)
+        q /= np.linalg.norm(q) + 1e-12
+        sims = idx.matrix @ q
+        k = min(k, len(sims))
+        top = np.argpartition(-sims, k - 1)[:k]
+        top = top[np.argsort(-sims[top])]
+        return [(idx.emb_ids[i], float(sims[i])) for i in top]
+
+    def text_search(self, user_id: str, query: str, k: int) -> list[tuple[str, float]]:
+        idx = self._search_index(user_id)
+        return [(idx.ids[i], s) for i, s in idx.bm25.top(query, k)]
+
+    def expand(self, user_id: str, fact_ids: Sequence[str], max_hops: int) -> set[str]:
+        ids = list(fact_ids)
+        if not ids:
+            return set()
+        with self._lock:
+            rows = self._q(Q.EXPAND.format(hops=int(max_hops)), {"u": user_id, "ids": ids})
+        start = {r[0] for r in self._q(Q.FETCH_FACTS, {"u": user_id, "ids": ids})}
+        return start | {r[0] for r in rows}
+
+    def fetch(self, user_id: str, fact_ids: Sequence[str]) -> Subgraph:
+        p = {"u": user_id, "ids": list(fact_ids)}
+        with self._lock:
+            facts = {f.fact_id: f for f in (row_fact(dict(zip(FACT_PROPS, r))) for r in self._q(Q.FETCH_FACTS, p))}
+            rels = self._relations(Q.FETCH_SUPERSEDES, Q.FETCH_CONFLICTS, p)
+            concept_of = {f: c for c, f in self._q(
+                "MATCH (c:Concept)-[:CONTAINS]->(f:Fact) WHERE f.user_id = $u AND f.fact_id IN $ids "
+                "RETURN c.concept_id, f.fact_id", p)}
+            concepts = {}
+            for r in self._q(Q.LOAD_CONCEPTS, {"u": user_id}):
+                c = row_concept(dict(zip(("concept_id", "user_id", "name", "description", "created_at", "retired_at"), r)))
+                concepts[c.concept_id] = c
+            parent = {c: par for par, c in self._q(Q.LOAD_PARENTS, {"u": user_id})}
+        return Subgraph(facts=facts, relations=rels, concept_of=concept_of, concepts=concepts, parent=parent)
+
+    def turns(self, user_id: str, turn_ids: Sequence[str]) -> list[Turn]:
+        with self._lock:
+            rows = self._q(Q.FETCH_TURNS, {"u": user_id, "ids": list(turn_ids)})
+        return [row_turn(dict(zip(("turn_id", "user_id", "session_id", "seq", "role", "text", "at"), r))) for r in rows]
+
+    def edits(self, user_id: str) -> list[Edit]:
+        with self._lock:
+            return [self._edit(r) for r in self._q(Q.LOAD_EDITS, {"u": user_id})]
+
+    def users(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._q(Q.USERS)]
+
+    def run_readonly_cypher(self, user_id: str, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        scoped = scope_to_user(query)
+        with self._lock:
+            self._q("BEGIN TRANSACTION READ ONLY")
+            try:
+                res = self._conn.execute(scoped, {**(params or {}), UID_PARAM: user_id})
+                cols = res.get_column_names()
+                rows = [dict(zip(cols, r)) for r in res.get_all()]
+            except RuntimeError as e:
+                if "read-only" in str(e).lower() or "read only" in str(e).lower():
+                    raise ReadOnlyViolation(f"query tried to write: {e}") from e
+                raise StoreError(f"Cypher failed: {e}") from e
+            finally:
+                self._rollback()
+        return rows
+
+    def purge_user(self, user_id: str) -> int:
+        n = 0
+        with self._lock:
+            self._q("BEGIN TRANSACTION")
+            try:
+                for label in Q.PURGE_LABELS:
+                    n += self._q(Q.COUNT_NODES_USER.format(label=label), {"u": user_id})[0][0]
+                    self._q(f"MATCH (n:{label}) WHERE n.user_id = $u DETACH DELETE n", {"u": user_id})
+                self._q("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+            finally:
+                self._index.pop(user_id, None)
+        return n
+
+    def counts(self, user_id: str | None = None) -> dict[str, int]:
+        out: dict[str, int] = {}
+        with self._lock:
+            for label in Q.PURGE_LABELS:
+                q = Q.COUNT_NODES_USER if user_id else Q.COUNT_NODES_ALL
+                out[label] = self._q(q.format(label=label), {"u": user_id} if user_id else {})[0][0]
+            for label in Q.REL_LABELS:
+                q = Q.COUNT_RELS_USER if user_id else Q.COUNT_RELS_ALL
+                out[label] = self._q(q.format(label=label), {"u": user_id} if user_id else {})[0][0]
+        return out

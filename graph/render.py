@@ -1,0 +1,69 @@
+"""Render an evidence bundle as answer-model context under a token budget.
+
+Facts joined by SUPERSEDES/CONFLICTS_WITH form a group that is kept or dropped whole: an update
+shown without what it replaced (or a conflict without its other side) misleads more than it helps.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import BaseModel, Field
+
+from graph.retrieval import EvidenceBundle, EvidenceItem
+
+
+def whitespace_tokens(text: str) -> int:
+    return len(text.split())
+
+
+class RenderedContext(BaseModel):
+    text: str
+    tokens: int
+    included: list[str] = Field(description="fact ids in the context")
+    dropped_groups: int = 0
+
+
+def fact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = True) -> str:
+    f, s = item.fact, item.state
+    when = (f.observed_at or f.valid_from or f.recorded_at)
+    head = f"[{item.alias}]" + (f" ({when.date().isoformat()})" if when else "") + f" {f.statement}"
+    if f.holder and f.holder != "user":
+        head += f" (about {f.holder})"
+    if not with_state:
+        return head
+    parts = [s.validity]
+    if s.validity == "retracted":
+        parts = ["retracted by the user: never rely on this"]
+    if s.supersedes:
+        parts.append("replaces " + ", ".join(alias_of.get(i, i) for i in s.supersedes))
+    if s.superseded_by:
+        parts.append("replaced by " + ", ".join(alias_of.get(i, i) for i in s.superseded_by))
+    if s.conflicts_with:
+        parts.append("conflicts with " + ", ".join(alias_of.get(i, i) for i in s.conflicts_with))
+    if s.scope:
+        parts.append(f"scope: {s.scope}")
+    parts.append(f"kind: {f.kind}")
+    return f"{head} — " + "; ".join(parts)
+
+
+def render_context(bundle: EvidenceBundle, budget: int | None = None, with_state: bool = True,
+                   count_tokens: Callable[[str], int] = whitespace_tokens) -> RenderedContext:
+    """Whole groups, in the bundle's order (best seed first), while they fit the budget."""
+    alias_of = bundle.alias_of()
+    groups: dict[int, list[EvidenceItem]] = {}
+    for it in bundle.items:
+        groups.setdefault(it.group, []).append(it)
+    lines: list[str] = []
+    included: list[str] = []
+    used, dropped = 0, 0
+    for items in groups.values():
+        block = [fact_line(it, alias_of, with_state) for it in items]
+        cost = sum(count_tokens(b) for b in block)
+        if budget is not None and used + cost > budget:
+            dropped += 1
+            continue
+        lines.extend(block)
+        included.extend(it.fact.fact_id for it in items)
+        used += cost
+    return RenderedContext(text="\n".join(lines), tokens=used, included=included, dropped_groups=dropped)

@@ -1,0 +1,190 @@
+"""Seed retrieval + relation traversal (§3.4 / B.4 of the EvoMemState paper).
+
+K seeds come from vector similarity fused with BM25 by reciprocal rank; traversal then follows
+SUPERSEDES and CONFLICTS_WITH in both directions until closure, so an update or a conflict never
+arrives without its counterpart. Facts reached from several seeds appear once.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from datetime import datetime
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from graph.models import Fact, RelationalState, utcnow
+from graph.rules import derive_state
+from graph.snapshot import concept_path
+from graph.store import GraphStore, Subgraph
+
+
+class RetrievalConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    k: int = Field(default=10, ge=1, le=1000, description="Number of seed facts.")
+    dense_candidates: int = Field(default=50, ge=1, description="Vector hits considered before fusion.")
+    text_candidates: int = Field(default=50, ge=0, description="BM25/full-text hits considered before fusion (0 = off).")
+    rrf_k: int = Field(default=60, ge=1, description="Reciprocal-rank-fusion constant.")
+    traverse: bool = Field(default=True, description="Follow SUPERSEDES/CONFLICTS_WITH to closure (ablation switch).")
+    max_hops: int = Field(default=6, ge=1, le=32, description="Hops per traversal query; the loop repeats to closure.")
+    max_facts: int = Field(default=500, ge=1, description="Safety cap on facts gathered by traversal.")
+
+
+class SeedHit(BaseModel):
+    fact_id: str
+    score: float
+    dense_rank: int | None = None
+    dense_score: float | None = None
+    text_rank: int | None = None
+    text_score: float | None = None
+
+
+class EvidenceItem(BaseModel):
+    alias: str = Field(description="Short handle used in rendered context and reasoning states (F1, F2, ...).")
+    fact: Fact
+    state: RelationalState
+    seed: bool
+    score: float | None = None
+    group: int
+
+
+class Explain(BaseModel):
+    query: str
+    k: int
+    seeds: list[SeedHit]
+    added_by_traversal: list[str]
+    traversal_rounds: int = 0
+    capped: bool = False
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+class EvidenceBundle(BaseModel):
+    user_id: str
+    query: str
+    items: list[EvidenceItem]
+    explain: Explain
+
+    def by_id(self) -> dict[str, EvidenceItem]:
+        return {i.fact.fact_id: i for i in self.items}
+
+    def alias_of(self) -> dict[str, str]:
+        return {i.fact.fact_id: i.alias for i in self.items}
+
+
+def rrf_fuse(lists: Sequence[Sequence[tuple[str, float]]], k: int, rrf_k: int = 60) -> list[tuple[str, float]]:
+    """Reciprocal-rank fusion: score = sum over lists of 1 / (rrf_k + rank), rank from 1.
+
+    >>> rrf_fuse([[("a", .9), ("b", .5)], [("b", 3.0)]], k=2, rrf_k=60)[0][0]
+    'b'
+    """
+    scores: dict[str, float] = {}
+    for lst in lists:
+        for rank, (fid, _) in enumerate(lst, start=1):
+            scores[fid] = scores.get(fid, 0.0) + 1.0 / (rrf_k + rank)
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:k]
+
+
+def seed_search(store: GraphStore, user_id: str, query: str, query_embedding: Sequence[float] | None,
+                cfg: RetrievalConfig) -> list[SeedHit]:
+    dense = store.vector_search(user_id, query_embedding, cfg.dense_candidates) if query_embedding is not None else []
+    text = store.text_search(user_id, query, cfg.text_candidates) if cfg.text_candidates else []
+    fused = rrf_fuse([dense, text], cfg.k, cfg.rrf_k)
+    d_rank = {f: (i + 1, s) for i, (f, s) in enumerate(dense)}
+    t_rank = {f: (i + 1, s) for i, (f, s) in enumerate(text)}
+    return [SeedHit(fact_id=f, score=s, dense_rank=d_rank.get(f, (None, None))[0], dense_score=d_rank.get(f, (None, None))[1],
+                    text_rank=t_rank.get(f, (None, None))[0], text_score=t_rank.get(f, (None, None))[1])
+            for f, s in fused]
+
+
+def traverse(store: GraphStore, user_id: str, seed_ids: Sequence[str], cfg: RetrievalConfig) -> tuple[Subgraph, int, bool]:
+    """Closure of ``seed_ids`` under SUPERSEDES/CONFLICTS_WITH (both directions), with a cap.
+
+    Returns the fetched subgraph, the number of expand rounds and whether the cap stopped it.
+    Each round asks the store for everything within ``max_hops``; a fetched relation whose other
+    end is still missing means the closure is not done yet, so we go again from there.
+    """
+    if not seed_ids:
+        return store.fetch(user_id, []), 0, False
+    reached = store.expand(user_id, seed_ids, cfg.max_hops)
+    sub = store.fetch(user_id, sorted(reached))
+    rounds, capped = 1, False
+    while True:
+        missing = {e for r in sub.relations for e in (r.src, r.dst)} - reached
+        if not missing:
+            break
+        if len(reached) >= cfg.max_facts:
+            capped = True
+            break
+        reached |= store.expand(user_id, sorted(missing), cfg.max_hops)
+        sub = store.fetch(user_id, sorted(reached))
+        rounds += 1
+    if len(reached) > cfg.max_facts:
+        capped = True
+    return sub, rounds, capped
+
+
+def components(ids: Sequence[str], edges: Sequence[tuple[str, str]]) -> dict[str, int]:
+    """Connected components (undirected) by union-find; the component index follows ``ids`` order."""
+    parent = {i: i for i in ids}
+
+    def find(x: str) -> str:
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for a, b in edges:
+        if a in parent and b in parent:
+            ra, rb = find(a), find(b)
+            if ra != rb:
+                parent[rb] = ra
+    comp: dict[str, int] = {}
+    out: dict[str, int] = {}
+    for i in ids:
+        out[i] = comp.setdefault(find(i), len(comp))
+    return out
+
+
+def _time_key(f: Fact) -> tuple[str, str]:
+    t = f.observed_at or f.valid_from or f.recorded_at
+    return (t.isoformat() if t else "", f.fact_id)
+
+
+def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Sequence[float] | None,
+             cfg: RetrievalConfig | None = None, now: datetime | None = None) -> EvidenceBundle:
+    cfg = cfg or RetrievalConfig()
+    now = now or utcnow()
+    t0 = time.perf_counter()
+    seeds = seed_search(store, user_id, query, query_embedding, cfg)
+    t1 = time.perf_counter()
+    seed_ids = [s.fact_id for s in seeds]
+    if cfg.traverse:
+        sub, rounds, capped = traverse(store, user_id, seed_ids, cfg)
+    else:
+        sub, rounds, capped = store.fetch(user_id, seed_ids), 0, False
+    t2 = time.perf_counter()
+    seed_score = {s.fact_id: s.score for s in seeds}
+    ids = [i for i in seed_ids if i in sub.facts] + sorted(i for i in sub.facts if i not in seed_score)
+    rels = [r for r in sub.relations if r.src in sub.facts and r.dst in sub.facts] if cfg.traverse else []
+    comp = components(ids, [(r.src, r.dst) for r in rels])
+    rels_of: dict[str, list] = {i: [] for i in ids}
+    for r in sub.relations:
+        for end in (r.src, r.dst):
+            if end in rels_of:
+                rels_of[end].append(r)
+    # Groups in order of their best seed; inside a group, chronological (history reads forward).
+    order = sorted(ids, key=lambda i: (comp[i], _time_key(sub.facts[i])))
+    items: list[EvidenceItem] = []
+    for n, fid in enumerate(order, start=1):
+        f = sub.facts[fid]
+        cid = sub.concept_of.get(fid)
+        path = concept_path(sub.concepts, sub.parent, cid) if cid else ()
+        state = derive_state(f, rels_of[fid] if cfg.traverse else [], sub.facts, path, now)
+        items.append(EvidenceItem(alias=f"F{n}", fact=f, state=state, seed=fid in seed_score,
+                                  score=seed_score.get(fid), group=comp[fid]))
+    t3 = time.perf_counter()
+    explain = Explain(query=query, k=cfg.k, seeds=seeds, added_by_traversal=[i for i in ids if i not in seed_score],
+                      traversal_rounds=rounds, capped=capped,
+                      timings_ms={"seeds": (t1 - t0) * 1e3, "traverse": (t2 - t1) * 1e3, "assemble": (t3 - t2) * 1e3})
+    return EvidenceBundle(user_id=user_id, query=query, items=items, explain=explain)
+

@@ -1,0 +1,146 @@
+"""Pure rules: how a fact's Relational State follows from its relations, and which relations are allowed.
+
+No I/O here; every function is table-tested in tests/test_rules.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from graph.models import Fact, Relation, RelationalState, RelationView, Validity, as_utc
+
+# Which kinds of fact may replace which (an update must stay within compatible information types:
+# a preference can be replaced by a newer preference or a constraint, not by an event).
+SUPERSEDE_COMPATIBLE: Mapping[str, frozenset[str]] = {
+    "preference": frozenset({"preference", "constraint", "belief"}),
+    "belief": frozenset({"belief", "preference"}),
+    "circumstance": frozenset({"circumstance", "constraint", "event"}),
+    "constraint": frozenset({"constraint", "circumstance", "preference"}),
+    "plan": frozenset({"plan", "event", "circumstance"}),
+    "experience": frozenset({"experience", "preference", "belief"}),
+    "event": frozenset({"event", "plan"}),
+}
+
+
+def can_supersede(new_kind: str, old_kind: str) -> bool:
+    """True when a fact of ``new_kind`` may SUPERSEDE one of ``old_kind``.
+
+    >>> can_supersede("preference", "preference"), can_supersede("event", "preference")
+    (True, False)
+    """
+    return old_kind in SUPERSEDE_COMPATIBLE.get(new_kind, frozenset())
+
+
+def can_conflict(a_kind: str, b_kind: str) -> bool:
+    """Conflicts may join any two propositional kinds except pure events vs. plans (both can be true)."""
+    return frozenset({a_kind, b_kind}) != frozenset({"event", "plan"})
+
+
+def derive_validity(
+    fact: Fact,
+    incoming_supersedes_from: Iterable[Fact],
+    unresolved_conflicts_with: Iterable[Fact],
+    now: datetime,
+) -> Validity:
+    """Validity precedence: retracted > expired > superseded > disputed > current.
+
+    A replacement or a counterpart that was itself retracted no longer counts: forgetting the
+    newer fact brings the older one back rather than leaving the user with nothing current.
+    """
+    if fact.retracted_at is not None:
+        return "retracted"
+    if fact.expired_at is not None and as_utc(fact.expired_at) <= as_utc(now):
+        return "expired"
+    if fact.valid_to is not None and as_utc(fact.valid_to) <= as_utc(now):
+        return "expired"
+    if any(o.retracted_at is None for o in incoming_supersedes_from):
+        return "superseded"
+    if any(o.retracted_at is None for o in unresolved_conflicts_with):
+        return "disputed"
+    return "current"
+
+
+def derive_state(
+    fact: Fact,
+    relations: Iterable[Relation],
+    facts_by_id: Mapping[str, Fact],
+    concept_path: tuple[str, ...],
+    now: datetime,
+) -> RelationalState:
+    """The Relational State of ``fact`` given every relation touching it.
+
+    ``facts_by_id`` must hold the other endpoint of each relation (traversal guarantees it).
+    """
+    views: list[RelationView] = []
+    sup_by: list[str] = []
+    sup: list[str] = []
+    conf: list[str] = []
+    for r in relations:
+        if r.src == fact.fact_id:
+            other, direction = r.dst, "out"
+        elif r.dst == fact.fact_id:
+            other, direction = r.src, "in"
+        else:
+            continue
+        views.append(
+            RelationView(type=r.type, direction=direction, other_fact_id=other, resolved=r.resolved_at is not None)
+        )
+        if r.type == "SUPERSEDES":
+            (sup if direction == "out" else sup_by).append(other)
+        elif r.resolved_at is None:
+            conf.append(other)
+    validity = derive_validity(
+        fact,
+        [facts_by_id[i] for i in sup_by if i in facts_by_id],
+        [facts_by_id[i] for i in conf if i in facts_by_id],
+        now,
+    )
+    views.sort(key=lambda v: (v.type, v.direction, v.other_fact_id))
+    return RelationalState(
+        fact_id=fact.fact_id,
+        validity=validity,
+        scope=fact.scope,
+        concept_path=concept_path,
+        relations=tuple(views),
+        superseded_by=tuple(sorted(sup_by)),
+        supersedes=tuple(sorted(sup)),
+        conflicts_with=tuple(sorted(conf)),
+    )
+
+
+def has_cycle(edges: Iterable[tuple[str, str]]) -> list[str] | None:
+    """Return one cycle (as a node list) in a directed graph, or None. Iterative DFS, no recursion limit.
+
+    >>> has_cycle([("a", "b"), ("b", "c")]) is None
+    True
+    >>> sorted(has_cycle([("a", "b"), ("b", "a")]))
+    ['a', 'b']
+    """
+    adj: dict[str, list[str]] = {}
+    for s, d in edges:
+        adj.setdefault(s, []).append(d)
+        adj.setdefault(d, [])
+    color: dict[str, int] = {n: 0 for n in adj}  # 0 new, 1 on stack, 2 done
+    for start in adj:
+        if color[start]:
+            continue
+        stack: list[tuple[str, int]] = [(start, 0)]
+        path: list[str] = [start]
+        color[start] = 1
+        while stack:
+            node, i = stack[-1]
+            if i < len(adj[node]):
+                stack[-1] = (node, i + 1)
+                nxt = adj[node][i]
+                if color[nxt] == 1:
+                    return path[path.index(nxt):]
+                if color[nxt] == 0:
+                    color[nxt] = 1
+                    stack.append((nxt, 0))
+                    path.append(nxt)
+            else:
+                color[node] = 2
+                stack.pop()
+                path.pop()
+    return None

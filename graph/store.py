@@ -1,0 +1,88 @@
+"""The one contract every backend implements (graph/embedded/, graph/neo4j/).
+
+Backends do storage only: load a user's snapshot, write a ChangeSet in one transaction, and answer
+the few read queries retrieval needs. Rules live in graph/edits.py and graph/rules.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from graph.models import Concept, Edit, Fact, Relation, Turn
+from graph.snapshot import ChangeSet, Snapshot
+
+
+class StoreError(RuntimeError):
+    """Base class for storage errors surfaced to callers."""
+
+
+class ConcurrentModification(StoreError):
+    """The user's ontology changed between snapshot and commit; reload and retry."""
+
+
+class ReadOnlyViolation(StoreError):
+    """A read-only Cypher query tried to write."""
+
+
+class UnknownUser(StoreError, KeyError):
+    """No data is stored for this user."""
+
+
+@dataclass(frozen=True)
+class Subgraph:
+    """Facts and the SUPERSEDES/CONFLICTS_WITH relations among/around them."""
+
+    facts: dict[str, Fact]
+    relations: list[Relation]
+    concept_of: dict[str, str]  # fact_id -> concept_id
+    concepts: dict[str, Concept]
+    parent: dict[str, str]
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """Storage seam. Every method is scoped to one user and takes values as parameters."""
+
+    name: str
+
+    def setup(self) -> None:
+        """Create constraints and indexes (idempotent)."""
+
+    def close(self) -> None: ...
+
+    def load_snapshot(self, user_id: str) -> Snapshot:
+        """The user's whole ontology without embeddings (an empty snapshot for a new user)."""
+
+    def commit(self, changes: ChangeSet) -> None:
+        """Write ``changes`` in one transaction; raise ConcurrentModification if the user's version moved."""
+
+    def vector_search(self, user_id: str, embedding: Sequence[float], k: int) -> list[tuple[str, float]]:
+        """Top-k (fact_id, cosine) among this user's facts."""
+
+    def text_search(self, user_id: str, query: str, k: int) -> list[tuple[str, float]]:
+        """Top-k (fact_id, score) by full-text/BM25 among this user's facts."""
+
+    def expand(self, user_id: str, fact_ids: Sequence[str], max_hops: int) -> set[str]:
+        """Fact ids within ≤ max_hops SUPERSEDES/CONFLICTS_WITH steps of ``fact_ids`` (either direction),
+        the start ids included. Shared code loops on this until closure (graph/retrieval.py)."""
+
+    def fetch(self, user_id: str, fact_ids: Sequence[str]) -> Subgraph:
+        """Facts by id (unknown ids are ignored), every relation touching them, and their concept paths."""
+
+    def turns(self, user_id: str, turn_ids: Sequence[str]) -> list[Turn]: ...
+
+    def edits(self, user_id: str) -> list[Edit]: ...
+
+    def users(self) -> list[str]: ...
+
+    def run_readonly_cypher(self, user_id: str, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Run user-written Cypher read-only; ``$user_id`` is bound to ``user_id`` and results are
+        restricted to that user's nodes (see each backend for how)."""
+
+    def purge_user(self, user_id: str) -> int:
+        """Hard-delete everything of this user; returns the number of nodes removed."""
+
+    def counts(self, user_id: str | None = None) -> dict[str, int]:
+        """Node and relationship counts (for one user, or the whole store)."""
