@@ -1,0 +1,106 @@
+"""The Python facade: one object that owns a store and an embedder and exposes the memory operations."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from graph.edits import AttachFact, EditBatch, apply_batch, undo
+from graph.retrieval import EvidenceBundle, RetrievalConfig, retrieve
+from graph.snapshot import ChangeSet, Snapshot
+from graph.store import ConcurrentModification, GraphStore, UnknownUser
+from llmclients.embeddings import Embedder, make_embedder
+
+from evomem.settings import Settings, StoreConfig
+
+
+def _embedded(cfg: StoreConfig, dim: int) -> GraphStore:
+    from graph.embedded import EmbeddedStore
+
+    return EmbeddedStore(cfg.path)
+
+
+def _neo4j(cfg: StoreConfig, dim: int) -> GraphStore:
+    from graph.neo4j import Neo4jStore
+
+    assert cfg.neo4j_uri is not None  # the settings validator guarantees it
+    return Neo4jStore(cfg.neo4j_uri, cfg.neo4j_user, cfg.neo4j_password, cfg.neo4j_database, embedding_dim=dim)
+
+
+# The backend seam: a name maps to a constructor; nothing else in the code branches on the backend.
+BACKENDS: dict[str, Callable[[StoreConfig, int], GraphStore]] = {"embedded": _embedded, "neo4j": _neo4j}
+
+
+def open_store(cfg: StoreConfig, embedding_dim: int = 384) -> GraphStore:
+    store = BACKENDS[cfg.backend](cfg, embedding_dim)
+    store.setup()
+    return store
+
+
+class Memory:
+    """Per-user personal memory: apply edit batches, retrieve evidence, undo, inspect."""
+
+    def __init__(self, store: GraphStore, embedder: Embedder, retrieval: RetrievalConfig | None = None,
+                 max_commit_retries: int = 5):
+        self.store, self.embedder = store, embedder
+        self.retrieval = retrieval or RetrievalConfig()
+        self.max_commit_retries = max_commit_retries
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> Memory:
+        embedder = make_embedder(settings.embedder)
+        return cls(open_store(settings.store, embedder.dim), embedder, settings.retrieval)
+
+    def close(self) -> None:
+        self.store.close()
+
+    # -- writes --
+    def _with_embeddings(self, batch: EditBatch) -> EditBatch:
+        todo = [i for i, e in enumerate(batch.edits) if isinstance(e, AttachFact) and e.embedding is None]
+        if not todo:
+            return batch
+        vecs = self.embedder.embed([batch.edits[i].fact.statement for i in todo])  # type: ignore[union-attr]
+        edits = list(batch.edits)
+        for i, v in zip(todo, vecs):
+            edits[i] = edits[i].model_copy(update={"embedding": tuple(float(x) for x in v)})
+        return batch.model_copy(update={"edits": edits})
+
+    def apply(self, batch: EditBatch, now: datetime | None = None) -> tuple[Snapshot, ChangeSet]:
+        """Validate and commit ``batch`` atomically; on a concurrent writer, rebuild and retry."""
+        batch = self._with_embeddings(batch)
+        for attempt in range(self.max_commit_retries):
+            snap, cs = apply_batch(self.store.load_snapshot(batch.user_id), batch, now)
+            try:
+                self.store.commit(cs)
+                return snap, cs
+            except ConcurrentModification:
+                if attempt == self.max_commit_retries - 1:
+                    raise
+                time.sleep(0.01 * (attempt + 1))
+        raise AssertionError("unreachable")
+
+    def undo(self, user_id: str, edit_id: str) -> ChangeSet:
+        snap, cs = undo(self.store.load_snapshot(user_id), edit_id)
+        self.store.commit(cs)
+        return cs
+
+    # -- reads --
+    def require_user(self, user_id: str) -> None:
+        if user_id not in self.store.users():
+            raise UnknownUser(f"no memories are stored for user {user_id!r}")
+
+    def retrieve(self, user_id: str, query: str, k: int | None = None, traverse: bool | None = None) -> EvidenceBundle:
+        cfg = self.retrieval.model_copy(update={k: v for k, v in {"k": k, "traverse": traverse}.items() if v is not None})
+        t0 = time.perf_counter()
+        qv = self.embedder.embed([query])[0]
+        embed_ms = (time.perf_counter() - t0) * 1e3
+        bundle = retrieve(self.store, user_id, query, qv.tolist(), cfg)
+        if not bundle.items:
+            self.require_user(user_id)
+        bundle.explain.timings_ms["embed"] = embed_ms
+        return bundle
+
+    def cypher(self, user_id: str, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        return self.store.run_readonly_cypher(user_id, query, params)

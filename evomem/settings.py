@@ -1,0 +1,54 @@
+"""One settings object, built at the entry point (CLI or server) and passed down.
+
+Nothing reads the environment at import time; ``Settings.from_env`` is called by entry points only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from graph.retrieval import RetrievalConfig
+from llmclients.embeddings import EmbedderConfig
+
+
+class StoreConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    backend: Literal["embedded", "neo4j"] = Field(default="embedded", description="Where the ontology lives.")
+    path: str = Field(default=".evomem/store", description="Embedded store directory (LadybugDB).")
+    neo4j_uri: str | None = Field(default=None, description="bolt:// or neo4j:// URI of a Neo4j 5 server/cluster.")
+    neo4j_user: str | None = Field(default=None, description="Neo4j user (None = auth disabled).")
+    neo4j_password: str | None = Field(default=None, description="Neo4j password.")
+    neo4j_database: str | None = Field(default=None, description="Database name (None = server default).")
+
+    @model_validator(mode="after")
+    def _neo4j_needs_uri(self) -> StoreConfig:
+        if self.backend == "neo4j" and not self.neo4j_uri:
+            raise ValueError("store backend 'neo4j' needs neo4j_uri (or EVOMEM_NEO4J_URI); "
+                             "start a local one with scripts/neo4j-server start")
+        return self
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    store: StoreConfig = Field(default_factory=StoreConfig)
+    embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
+    retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], **overrides: object) -> Settings:
+        """EVOMEM_STORE, EVOMEM_STORE_PATH, EVOMEM_NEO4J_URI/USER/PASSWORD/DATABASE, EVOMEM_EMBEDDER."""
+        store = {
+            "backend": env.get("EVOMEM_STORE", "embedded"),
+            "path": env.get("EVOMEM_STORE_PATH", ".evomem/store"),
+            "neo4j_uri": env.get("EVOMEM_NEO4J_URI"),
+            "neo4j_user": env.get("EVOMEM_NEO4J_USER"),
+            "neo4j_password": env.get("EVOMEM_NEO4J_PASSWORD"),
+            "neo4j_database": env.get("EVOMEM_NEO4J_DATABASE"),
+        }
+        store.update({k: v for k, v in overrides.pop("store", {}).items() if v is not None})  # type: ignore[attr-defined]
+        emb = {"kind": env.get("EVOMEM_EMBEDDER", "minilm")}
+        emb.update({k: v for k, v in overrides.pop("embedder", {}).items() if v is not None})  # type: ignore[attr-defined]
+        return cls(store=StoreConfig(**store), embedder=EmbedderConfig(**emb), **overrides)  # type: ignore[arg-type]

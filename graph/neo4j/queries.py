@@ -1,0 +1,101 @@
+"""Named Cypher for Neo4j 5 (Community). Every query takes the user as ``$u`` and values as parameters."""
+
+from __future__ import annotations
+
+
+def schema(dim: int) -> list[str]:
+    return [
+        "CREATE CONSTRAINT fact_id IF NOT EXISTS FOR (f:Fact) REQUIRE f.fact_id IS UNIQUE",
+        "CREATE CONSTRAINT concept_id IF NOT EXISTS FOR (c:Concept) REQUIRE c.concept_id IS UNIQUE",
+        "CREATE CONSTRAINT edit_id IF NOT EXISTS FOR (e:Edit) REQUIRE e.edit_id IS UNIQUE",
+        "CREATE CONSTRAINT turn_key IF NOT EXISTS FOR (t:Turn) REQUIRE t.key IS UNIQUE",
+        "CREATE CONSTRAINT session_key IF NOT EXISTS FOR (s:Session) REQUIRE s.key IS UNIQUE",
+        "CREATE CONSTRAINT user_meta IF NOT EXISTS FOR (u:UserMeta) REQUIRE u.user_id IS UNIQUE",
+        "CREATE INDEX fact_user IF NOT EXISTS FOR (f:Fact) ON (f.user_id)",
+        "CREATE INDEX concept_user IF NOT EXISTS FOR (c:Concept) ON (c.user_id)",
+        "CREATE INDEX edit_user IF NOT EXISTS FOR (e:Edit) ON (e.user_id)",
+        "CREATE INDEX turn_user IF NOT EXISTS FOR (t:Turn) ON (t.user_id, t.turn_id)",
+        "CREATE INDEX session_user IF NOT EXISTS FOR (s:Session) ON (s.user_id)",
+        "CREATE FULLTEXT INDEX fact_statement IF NOT EXISTS FOR (f:Fact) ON EACH [f.statement]",
+        "CREATE VECTOR INDEX fact_embedding IF NOT EXISTS FOR (f:Fact) ON (f.embedding) "
+        f"OPTIONS {{indexConfig: {{`vector.dimensions`: {int(dim)}, `vector.similarity_function`: 'cosine'}}}}",
+    ]
+
+
+# -- optimistic concurrency: taking the write lock on the user's meta node serializes commits --
+LOCK_VERSION = ("MERGE (u:UserMeta {user_id: $u}) ON CREATE SET u.version = 0 "
+                "SET u.locked_at = timestamp() RETURN u.version AS v")
+SET_VERSION = "MATCH (u:UserMeta {user_id: $u}) SET u.version = $v"
+GET_VERSION = "MATCH (u:UserMeta {user_id: $u}) RETURN u.version"
+
+# -- snapshot --
+LOAD_CONCEPTS = "MATCH (c:Concept {user_id: $u}) RETURN c {.*} AS c"
+LOAD_PARENTS = "MATCH (p:Concept {user_id: $u})-[:PARENT_OF]->(c:Concept) RETURN p.concept_id AS p, c.concept_id AS c"
+LOAD_CONTAINS = "MATCH (c:Concept {user_id: $u})-[:CONTAINS]->(f:Fact) RETURN c.concept_id AS c, f.fact_id AS f"
+LOAD_FACTS = "MATCH (f:Fact {user_id: $u}) RETURN f {.*, embedding: null} AS f"
+LOAD_RELATIONS = ("MATCH (a:Fact {user_id: $u})-[r:SUPERSEDES|CONFLICTS_WITH]->(b:Fact) "
+                  "RETURN type(r) AS type, a.fact_id AS src, b.fact_id AS dst, r.at AS at, r.reason AS reason, "
+                  "r.resolved_at AS resolved_at")
+LOAD_EDITS = "MATCH (e:Edit {user_id: $u}) RETURN e {.*} AS e ORDER BY e.seq"
+LOAD_TURN_IDS = "MATCH (t:Turn {user_id: $u}) RETURN t.turn_id AS t"
+LOAD_SESSIONS = "MATCH (s:Session {user_id: $u}) RETURN s.session_id AS s, s.content_hash AS h"
+
+# -- writes (each takes $rows) --
+UPSERT_CONCEPTS = "UNWIND $rows AS r MERGE (c:Concept {concept_id: r.concept_id}) SET c += r"
+DELETE_CONCEPTS = "UNWIND $rows AS r MATCH (c:Concept {concept_id: r, user_id: $u}) DETACH DELETE c"
+ADD_PARENT = ("UNWIND $rows AS r MATCH (p:Concept {concept_id: r.p, user_id: $u}), (c:Concept {concept_id: r.c, user_id: $u}) "
+              "CREATE (p)-[:PARENT_OF]->(c)")
+REMOVE_PARENT = ("UNWIND $rows AS r MATCH (p:Concept {concept_id: r.p, user_id: $u})-[e:PARENT_OF]->"
+                 "(c:Concept {concept_id: r.c}) DELETE e")
+ADD_CONTAINS = ("UNWIND $rows AS r MATCH (c:Concept {concept_id: r.c, user_id: $u}), (f:Fact {fact_id: r.f, user_id: $u}) "
+                "CREATE (c)-[:CONTAINS]->(f)")
+REMOVE_CONTAINS = ("UNWIND $rows AS r MATCH (c:Concept {concept_id: r.c, user_id: $u})-[e:CONTAINS]->"
+                   "(f:Fact {fact_id: r.f}) DELETE e")
+CREATE_FACTS = "UNWIND $rows AS r CREATE (f:Fact) SET f = r"
+UPDATE_FACTS = "UNWIND $rows AS r MATCH (f:Fact {fact_id: r.fact_id, user_id: $u}) SET f += r"
+DELETE_FACTS = "UNWIND $rows AS r MATCH (f:Fact {fact_id: r, user_id: $u}) DETACH DELETE f"
+ADD_SUPERSEDES = ("UNWIND $rows AS r MATCH (a:Fact {fact_id: r.src, user_id: $u}), (b:Fact {fact_id: r.dst, user_id: $u}) "
+                  "CREATE (a)-[:SUPERSEDES {at: r.at, reason: r.reason}]->(b)")
+ADD_CONFLICTS = ("UNWIND $rows AS r MATCH (a:Fact {fact_id: r.src, user_id: $u}), (b:Fact {fact_id: r.dst, user_id: $u}) "
+                 "CREATE (a)-[:CONFLICTS_WITH {at: r.at, reason: r.reason, resolved_at: r.resolved_at}]->(b)")
+UPDATE_CONFLICTS = ("UNWIND $rows AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})-[e:CONFLICTS_WITH]->"
+                    "(b:Fact {fact_id: r.dst}) SET e.reason = r.reason, e.resolved_at = r.resolved_at")
+REMOVE_SUPERSEDES = ("UNWIND $rows AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})-[e:SUPERSEDES]->"
+                     "(b:Fact {fact_id: r.dst}) DELETE e")
+REMOVE_CONFLICTS = ("UNWIND $rows AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})-[e:CONFLICTS_WITH]->"
+                    "(b:Fact {fact_id: r.dst}) DELETE e")
+UPSERT_EDITS = "UNWIND $rows AS r MERGE (e:Edit {edit_id: r.edit_id}) SET e += r"
+CREATE_TURNS = "UNWIND $rows AS r CREATE (t:Turn) SET t = r"
+ADD_DERIVED = ("UNWIND $rows AS r MATCH (f:Fact {fact_id: r.f, user_id: $u}), (t:Turn {key: r.t}) "
+               "WHERE t.user_id = $u CREATE (f)-[:DERIVED_FROM]->(t)")
+UPSERT_SESSIONS = ("UNWIND $rows AS r MERGE (s:Session {key: r.key}) SET s.session_id = r.session_id, "
+                   "s.user_id = $u, s.content_hash = r.content_hash")
+
+# -- reads for retrieval --
+# Exact cosine over this user's facts (the user_id index narrows it; the global vector index cannot
+# filter by user in Neo4j 5 Community). vector.similarity.cosine returns (1 + cos) / 2.
+VECTOR_SEARCH = ("MATCH (f:Fact {user_id: $u}) WHERE f.embedding IS NOT NULL "
+                 "WITH f, vector.similarity.cosine(f.embedding, $q) AS s ORDER BY s DESC LIMIT $k "
+                 "RETURN f.fact_id AS id, 2 * s - 1 AS score")
+TEXT_SEARCH = ("CALL db.index.fulltext.queryNodes('fact_statement', $q) YIELD node, score "
+               "WHERE node.user_id = $u RETURN node.fact_id AS id, score LIMIT $k")
+EXPAND = ("MATCH (s:Fact) WHERE s.user_id = $u AND s.fact_id IN $ids "
+          "MATCH (s)-[:SUPERSEDES|CONFLICTS_WITH*1..{hops}]-(o:Fact) RETURN DISTINCT o.fact_id AS id")
+START_IDS = "MATCH (s:Fact) WHERE s.user_id = $u AND s.fact_id IN $ids RETURN s.fact_id AS id"
+FETCH_FACTS = ("MATCH (f:Fact) WHERE f.user_id = $u AND f.fact_id IN $ids "
+               "OPTIONAL MATCH (c:Concept)-[:CONTAINS]->(f) RETURN f {.*, embedding: null} AS f, c.concept_id AS c")
+FETCH_RELATIONS = ("MATCH (a:Fact)-[r:SUPERSEDES|CONFLICTS_WITH]-(b:Fact) WHERE a.user_id = $u AND a.fact_id IN $ids "
+                   "RETURN DISTINCT type(r) AS type, startNode(r).fact_id AS src, endNode(r).fact_id AS dst, "
+                   "r.at AS at, r.reason AS reason, r.resolved_at AS resolved_at")
+FETCH_TURNS = ("MATCH (t:Turn) WHERE t.user_id = $u AND t.turn_id IN $ids RETURN t {.*} AS t "
+               "ORDER BY t.session_id, t.seq")
+USERS = "MATCH (u:UserMeta) RETURN u.user_id AS u ORDER BY u"
+
+# -- purge / counts --
+NODE_LABELS = ("Fact", "Concept", "Edit", "Turn", "Session", "UserMeta")
+REL_TYPES = ("PARENT_OF", "CONTAINS", "SUPERSEDES", "CONFLICTS_WITH", "DERIVED_FROM")
+COUNT_NODES_USER = "MATCH (n:{label} {{user_id: $u}}) RETURN count(n) AS n"
+COUNT_NODES_ALL = "MATCH (n:{label}) RETURN count(n) AS n"
+COUNT_RELS_USER = "MATCH (a {{user_id: $u}})-[r:{label}]->() RETURN count(r) AS n"
+COUNT_RELS_ALL = "MATCH ()-[r:{label}]->() RETURN count(r) AS n"
+PURGE_LABEL = "MATCH (n:{label} {{user_id: $u}}) DETACH DELETE n RETURN count(*) AS n"

@@ -1,0 +1,96 @@
+"""The Reasoning State: which retrieved facts apply to this request, in what role, with what priority.
+
+Text format the policy emits (one line per fact it mentions, then at most four short rules):
+
+    F2: use | current-preference | high
+    F1: ignore | historical | low
+    F3: use | constraint | high
+    RULE: Suggest a low-intensity beach trip; avoid strenuous activity (F3).
+
+``parse_state`` is strict: any line outside the grammar, an alias not in the evidence, a repeated
+alias, or no fact line at all raises ``StateParseError`` — never a silently empty state.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["current-preference", "historical", "constraint", "evidence", "irrelevant"]
+Priority = Literal["high", "medium", "low"]
+ROLES: tuple[str, ...] = ("current-preference", "historical", "constraint", "evidence", "irrelevant")
+PRIORITIES: tuple[str, ...] = ("high", "medium", "low")
+MAX_RULES = 4
+MAX_RULE_WORDS = 40
+
+
+class FactUse(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    alias: str = Field(pattern=r"^F\d+$")
+    use: bool
+    role: Role
+    priority: Priority
+
+
+class ReasoningState(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    facts: tuple[FactUse, ...] = Field(min_length=1)
+    rules: tuple[str, ...] = Field(default=(), max_length=MAX_RULES)
+
+    def render(self) -> str:
+        lines = [f"{f.alias}: {'use' if f.use else 'ignore'} | {f.role} | {f.priority}" for f in self.facts]
+        lines += [f"RULE: {r}" for r in self.rules]
+        return "\n".join(lines)
+
+
+class StateParseError(ValueError):
+    """The policy's output is not a valid Reasoning State; ``line`` is the 1-based offending line (0 = whole)."""
+
+    def __init__(self, message: str, line: int = 0):
+        super().__init__(f"line {line}: {message}" if line else message)
+        self.line = line
+
+
+_FACT = re.compile(r"^(F\d+)\s*:\s*(use|ignore)\s*\|\s*([a-z-]+)\s*\|\s*(high|medium|low)$", re.I)
+_RULE = re.compile(r"^RULE\s*:\s*(.+)$", re.I)
+
+
+def parse_state(text: str, aliases: Iterable[str] | None = None) -> ReasoningState:
+    """Parse the policy's text; ``aliases`` (if given) are the fact handles present in the evidence."""
+    known = set(aliases) if aliases is not None else None
+    facts: list[FactUse] = []
+    rules: list[str] = []
+    seen: set[str] = set()
+    for n, raw in enumerate(text.strip().splitlines(), start=1):
+        line = raw.strip().strip("`").strip()
+        if not line:
+            continue
+        m = _FACT.match(line)
+        if m:
+            alias, use, role, prio = m.group(1).upper(), m.group(2).lower(), m.group(3).lower(), m.group(4).lower()
+            if role not in ROLES:
+                raise StateParseError(f"unknown role {role!r} (one of {', '.join(ROLES)})", n)
+            if known is not None and alias not in known:
+                raise StateParseError(f"{alias} is not one of the retrieved facts", n)
+            if alias in seen:
+                raise StateParseError(f"{alias} appears twice", n)
+            seen.add(alias)
+            facts.append(FactUse(alias=alias, use=use == "use", role=role, priority=prio))  # type: ignore[arg-type]
+            continue
+        m = _RULE.match(line)
+        if m:
+            rule = m.group(1).strip()
+            if len(rule.split()) > MAX_RULE_WORDS:
+                raise StateParseError(f"rule longer than {MAX_RULE_WORDS} words", n)
+            rules.append(rule)
+            if len(rules) > MAX_RULES:
+                raise StateParseError(f"more than {MAX_RULES} rules", n)
+            continue
+        raise StateParseError(f"cannot parse {line[:60]!r} (expected 'F<n>: use|ignore | <role> | high|medium|low' "
+                              "or 'RULE: <text>')", n)
+    if not facts:
+        raise StateParseError("no fact lines: a Reasoning State must say how at least one fact is used")
+    return ReasoningState(facts=tuple(facts), rules=tuple(rules))

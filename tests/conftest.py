@@ -1,0 +1,107 @@
+"""Shared fixtures: a network guard, a real Neo4j server, and a store fixture parametrized over both backends.
+
+Neo4j: ``EVOMEM_NEO4J_URI`` if set, else the project's own launcher (scripts/neo4j-server) is started
+once per session. Locally the Neo4j tests skip only when neither java nor mvn exists; under CI
+(``CI`` set) a missing server is an error, never a skip.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from neo4j_server import neo4j_available, start_neo4j  # noqa: E402
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+_real_connect = socket.socket.connect
+_real_connect_ex = socket.socket.connect_ex
+
+
+def _allowed(address: object) -> bool:
+    if not isinstance(address, tuple):
+        return True  # unix sockets
+    host = str(address[0])
+    if host in ("localhost", "ip6-localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False
+
+
+def _guard(fn):  # type: ignore[no-untyped-def]
+    def connect(self, address):  # type: ignore[no-untyped-def]
+        if not _allowed(address):
+            raise RuntimeError(f"network guard: tests may only connect to loopback, not {address!r}")
+        return fn(self, address)
+
+    return connect
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    socket.socket.connect = _guard(_real_connect)  # type: ignore[method-assign]
+    socket.socket.connect_ex = _guard(_real_connect_ex)  # type: ignore[method-assign]
+
+
+IN_CI = bool(os.environ.get("CI"))
+
+
+@pytest.fixture(scope="session")
+def neo4j_uri() -> Iterator[str]:
+    uri = os.environ.get("EVOMEM_NEO4J_URI")
+    if uri:
+        yield uri
+        return
+    if not neo4j_available():
+        if IN_CI:
+            pytest.fail("CI must run the Neo4j tests, but neither EVOMEM_NEO4J_URI nor java+mvn is available")
+        pytest.skip("no Neo4j: set EVOMEM_NEO4J_URI or install java 17 and maven")
+    uri, stop = start_neo4j()
+    try:
+        yield uri
+    finally:
+        stop()
+
+
+@pytest.fixture(scope="session")
+def _neo4j_store(neo4j_uri: str) -> Iterator[object]:
+    from graph.neo4j import Neo4jStore
+
+    store = Neo4jStore(neo4j_uri, embedding_dim=16)
+    store.setup()
+    yield store
+    store.close()
+
+
+@pytest.fixture(params=["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object]:
+    """A fresh, empty store of each backend (embedding dim 16 for the hash embedder in tests)."""
+    if request.param == "embedded":
+        from graph.embedded import EmbeddedStore
+
+        s = EmbeddedStore(tmp_path / "store")
+        s.setup()
+        yield s
+        s.close()
+    else:
+        s = request.getfixturevalue("_neo4j_store")
+        s.wipe()  # type: ignore[attr-defined]
+        yield s
+
+
+@pytest.fixture
+def embedder() -> object:
+    from llmclients.embeddings import HashEmbedder
+
+    return HashEmbedder(16)
