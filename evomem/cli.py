@@ -9,185 +9,26 @@
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import sys
-import tempfile
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-
-from evomem.cliargs import add_model_args, model_from_args, positional
-from evomem.settings import Settings
+from evomem.cliargs import add_model_args, model_from_args
+from evomem.commands.common import Command
 
 
-class CommonOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    store: Literal["embedded", "neo4j"] | None = Field(default=None, description="Backend (default: EVOMEM_STORE or embedded).")
-    store_path: str | None = Field(default=None, description="Embedded store directory (default .evomem/store).")
-    neo4j_uri: str | None = Field(default=None, description="Neo4j URI (default: EVOMEM_NEO4J_URI).")
-    embedder: Literal["minilm", "hash"] | None = Field(default=None, description="Embedder (default minilm).")
-    as_json: bool = Field(default=False, description="Print one JSON object on stdout.",
-                          json_schema_extra={"flag": "--json"})
+def _all_commands() -> dict[str, Command]:
+    # Each area registers its subcommands in its own module; importing them is cheap (no models load).
+    from evomem.commands import eval_cmds, graph_cmds, induction_cmds, policy_cmds, serving_cmds
 
-    def settings(self) -> Settings:
-        return Settings.from_env(os.environ, store={"backend": self.store, "path": self.store_path,
-                                                    "neo4j_uri": self.neo4j_uri},
-                                 embedder={"kind": self.embedder})
-
-
-class DemoOptions(CommonOptions):
-    k: int = Field(default=4, ge=1, description="Seed facts per request (small, so traversal's additions show).")
-
-
-class RetrieveOptions(CommonOptions):
-    user: str = Field(description="User id.")
-    query: str = Field(**positional("The request to retrieve memories for."))
-    k: int = Field(default=10, ge=1, description="Seed facts.")
-    traverse: bool = Field(default=True, description="Follow SUPERSEDES/CONFLICTS_WITH to closure.")
-    budget: int | None = Field(default=None, ge=1, description="Token budget for the rendered context.")
-
-
-class CypherOptions(CommonOptions):
-    user: str = Field(description="User id; the query only sees this user's nodes.")
-    query: str = Field(**positional("Read-only Cypher (MATCH ... RETURN ...)."))
-    params: dict[str, Any] | None = Field(default=None, description="Query parameters as a JSON object.")
-
-
-class UndoOptions(CommonOptions):
-    user: str = Field(description="User id.")
-    edit_id: str = Field(**positional("The edit to revert (must be the user's latest not-undone edit)."))
-
-
-class LoadExampleOptions(CommonOptions):
-    pass
-
-
-class UsersOptions(CommonOptions):
-    pass
-
-
-def _print(opts: CommonOptions, obj: Any, text: Callable[[], str]) -> None:
-    print(json.dumps(obj, indent=2, default=str) if opts.as_json else text())
-
-
-def _state_line(item: Any) -> str:
-    s = item.state
-    rel = ", ".join(f"{r.type}{'→' if r.direction == 'out' else '←'}{r.other_fact_id.split('::')[-1]}" for r in s.relations)
-    return (f"  {item.alias:<4}{'seed ' if item.seed else 'trav '}{s.validity:<11} {item.fact.statement}"
-            f"  [{' > '.join(s.concept_path[1:])}]" + (f" scope={s.scope}" if s.scope else "") + (f"  ({rel})" if rel else ""))
-
-
-def cmd_demo(opts: DemoOptions) -> int:
-    from evomem.examples import history_batches, load_history
-    from evomem.memory import Memory
-
-    settings = opts.settings()
-    tmp = None
-    if opts.store_path is None and settings.store.backend == "embedded":
-        tmp = tempfile.mkdtemp(prefix="evomem-demo-")
-        settings.store.path = str(Path(tmp) / "store")
-    mem = Memory.from_settings(settings)
-    history = load_history()
-    out: dict[str, Any] = {"store": settings.store.backend, "loaded": [], "requests": []}
-    for batch in history_batches(history):
-        if batch.session_id in mem.store.load_snapshot(batch.user_id).sessions:
-            continue
-        _, cs = mem.apply(batch.model_copy(update={"session_hash": batch.session_id}))
-        out["loaded"].append({"user": batch.user_id, "session": batch.session_id, "facts": len(cs.facts_create),
-                              "relations": len(cs.relations_add), "concepts": len(cs.concepts_upsert)})
-    lines = [f"EvoMemState demo — {settings.store.backend} store"
-             + (f" at {settings.store.path}" if settings.store.backend == "embedded" else ""),
-             f"loaded {len(out['loaded'])} sessions of the shipped history "
-             f"({sum(x['facts'] for x in out['loaded'])} facts, {sum(x['relations'] for x in out['loaded'])} relations)", ""]
-    for req in history["requests"]:
-        b = mem.retrieve(req["user_id"], req["request"], k=opts.k)
-        out["requests"].append({"user": req["user_id"], "request": req["request"], "bundle": b.model_dump(mode="json")})
-        lines.append(f"[{req['user_id']}] {req['request']}")
-        lines.append("  seeds: " + ", ".join(f"{s.fact_id.split('::')[-1]} ({s.score:.4f})" for s in b.explain.seeds))
-        lines.append("  traversal added: " + (", ".join(i.split("::")[-1] for i in b.explain.added_by_traversal) or "nothing"))
-        lines.extend(_state_line(it) for it in b.items)
-        lines.append("")
-    mem.close()
-    _print(opts, out, lambda: "\n".join(lines))
-    return 0
-
-
-def cmd_retrieve(opts: RetrieveOptions) -> int:
-    from evomem.memory import Memory
-    from graph.render import render_context
-
-    mem = Memory.from_settings(opts.settings())
-    b = mem.retrieve(opts.user, opts.query, k=opts.k, traverse=opts.traverse)
-    ctx = render_context(b, opts.budget)
-    mem.close()
-    _print(opts, {"bundle": b.model_dump(mode="json"), "context": ctx.model_dump()},
-           lambda: "\n".join([_state_line(it) for it in b.items] + ["", ctx.text, f"({ctx.tokens} tokens)"]))
-    return 0
-
-
-def cmd_cypher(opts: CypherOptions) -> int:
-    from evomem.memory import Memory
-
-    mem = Memory.from_settings(opts.settings())
-    rows = mem.cypher(opts.user, opts.query, opts.params)
-    mem.close()
-    _print(opts, {"rows": rows}, lambda: "\n".join(json.dumps(r, default=str) for r in rows) or "(no rows)")
-    return 0
-
-
-def cmd_undo(opts: UndoOptions) -> int:
-    from evomem.memory import Memory
-
-    mem = Memory.from_settings(opts.settings())
-    cs = mem.undo(opts.user, opts.edit_id)
-    mem.close()
-    _print(opts, {"undone": opts.edit_id, "version": cs.new_version}, lambda: f"undid {opts.edit_id}")
-    return 0
-
-
-def cmd_load_example(opts: LoadExampleOptions) -> int:
-    from evomem.examples import history_batches, load_history
-    from evomem.memory import Memory
-
-    mem = Memory.from_settings(opts.settings())
-    n = 0
-    for batch in history_batches(load_history()):
-        if batch.session_id not in mem.store.load_snapshot(batch.user_id).sessions:
-            mem.apply(batch.model_copy(update={"session_hash": batch.session_id}))
-            n += 1
-    users = mem.store.users()
-    mem.close()
-    _print(opts, {"sessions_loaded": n, "users": users}, lambda: f"loaded {n} sessions; users: {', '.join(users)}")
-    return 0
-
-
-def cmd_users(opts: UsersOptions) -> int:
-    from evomem.memory import Memory
-
-    mem = Memory.from_settings(opts.settings())
-    users = mem.store.users()
-    mem.close()
-    _print(opts, {"users": users}, lambda: "\n".join(users) or "(no users)")
-    return 0
-
-
-COMMANDS: dict[str, tuple[type[CommonOptions], Callable[[Any], int], str]] = {
-    "demo": (DemoOptions, cmd_demo, "Main job: load the shipped history and show retrieval with relational states."),
-    "retrieve": (RetrieveOptions, cmd_retrieve, "Seeds + traversal for one request, with states and rendered context."),
-    "cypher": (CypherOptions, cmd_cypher, "Run read-only Cypher scoped to one user."),
-    "undo": (UndoOptions, cmd_undo, "Revert a user's latest ontology edit."),
-    "load-example": (LoadExampleOptions, cmd_load_example, "Load the shipped example history into the store."),
-    "users": (UsersOptions, cmd_users, "List users with stored memories."),
-}
+    out: dict[str, Command] = {}
+    for mod in (graph_cmds, induction_cmds, serving_cmds, policy_cmds, eval_cmds):
+        out.update(mod.COMMANDS)
+    return out
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="evomem", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
-    for name, (model, _, help_text) in COMMANDS.items():
+    for name, (model, _, help_text) in _all_commands().items():
         add_model_args(sub.add_parser(name, help=help_text, description=help_text), model)
     return parser
 
@@ -198,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
     from graph.store import StoreError
 
     ns = build_parser().parse_args(argv)
-    model, fn, _ = COMMANDS[ns.command]
+    model, fn, _ = _all_commands()[ns.command]
     try:
         return fn(model_from_args(model, ns))
     except (EditRejected, StoreError, CypherRefused, ValueError) as e:

@@ -103,4 +103,5 @@ class Memory:
         return bundle
 
     def cypher(self, user_id: str, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        self.require_user(user_id)
         return self.store.run_readonly_cypher(user_id, query, params)

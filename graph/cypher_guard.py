@@ -16,7 +16,8 @@ UID_PARAM = "evomem_uid"
 
 WRITE_WORDS = {"CREATE", "MERGE", "SET", "DELETE", "DETACH", "REMOVE", "DROP", "FOREACH", "LOAD", "COPY",
                "INSTALL", "ALTER", "GRANT", "DENY", "REVOKE", "START", "STOP", "TERMINATE", "IMPORT", "EXPORT"}
-REFUSED_WORDS = {"CALL", "EXISTS", "COUNT", "COLLECT", "USE", "SHOW", "SHORTESTPATH", "ALLSHORTESTPATHS",
+SUBQUERY_WORDS = {"EXISTS", "COUNT", "COLLECT"}  # refused only as subqueries: `COUNT {...}`
+REFUSED_WORDS = {"CALL", "USE", "SHOW", "SHORTESTPATH", "ALLSHORTESTPATHS",
                  "UNION", "FINISH", "PROFILE", "EXPLAIN", "ATTACH", "DETACH"}
 CLAUSE_WORDS = {"MATCH", "OPTIONAL", "WHERE", "WITH", "UNWIND", "RETURN", "ORDER", "SKIP", "LIMIT"}
 _MATCH_END = {"WHERE", "WITH", "RETURN", "UNWIND", "ORDER", "SKIP", "LIMIT", "MATCH", "OPTIONAL"}
@@ -63,6 +64,10 @@ def scope_to_user(query: str) -> str:
         if up in REFUSED_WORDS:
             raise CypherRefused(f"{up} is not supported in per-user Cypher (procedures, subqueries and "
                                 "pattern predicates could reach other users' data)")
+        if up in SUBQUERY_WORDS:
+            nxt = next((v for k, v in toks[i + 1:] if k != "ws"), "")
+            if nxt == "{":
+                raise CypherRefused(f"{up} {{...}} subqueries are not supported in per-user Cypher")
         if up in _MATCH_END:
             in_match = up in ("MATCH", "OPTIONAL")
         if kind == "other" and val == "(" and in_match:

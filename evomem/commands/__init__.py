@@ -1,0 +1,1 @@
+"""CLI subcommands, one module per area; evomem/cli.py merges their COMMANDS."""

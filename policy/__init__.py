@@ -1,0 +1,1 @@
+"""Reasoning-State policy: format, rule baseline, learned policy, rewards, GRPO training."""
