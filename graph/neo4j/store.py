@@ -39,7 +39,8 @@ class Neo4jStore:
 
         self._neo4j = neo4j
         auth = (user, password) if user else None
-        self._driver = neo4j.GraphDatabase.driver(uri, auth=auth)
+        # Schema-less reads of not-yet-used labels/properties make the server chatty; those are expected.
+        self._driver = neo4j.GraphDatabase.driver(uri, auth=auth, notifications_min_severity="OFF")
         self._db = database
         self.embedding_dim = embedding_dim
 
@@ -59,8 +60,16 @@ class Neo4jStore:
 
     # -- snapshot / commit --
     def load_snapshot(self, user_id: str) -> Snapshot:
+        # Neo4j reads are read-committed: a commit landing between our queries would give a torn
+        # snapshot. Every commit bumps the user's version, so equal versions before and after the
+        # reads mean none landed; otherwise read again.
         with self._driver.session(database=self._db, default_access_mode=self._neo4j.READ_ACCESS) as s:
-            return s.execute_read(self._load, user_id)
+            for _ in range(50):
+                snap = s.execute_read(self._load, user_id)
+                after = s.execute_read(lambda tx: [r.data() for r in tx.run(Q.GET_VERSION, u=user_id)])
+                if (after[0]["u.version"] if after else 0) == snap.version:
+                    return snap
+        raise ConcurrentModification(f"user {user_id!r} keeps changing; could not read a stable snapshot")
 
     @staticmethod
     def _load(tx: Any, u: str) -> Snapshot:
@@ -205,8 +214,8 @@ class Neo4jStore:
 
     def wipe(self) -> None:
         """Delete every node (tests only)."""
-        self._driver.execute_query("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS",
-                                   database_=self._db)
+        with self._driver.session(database=self._db) as s:  # CALL IN TRANSACTIONS needs an auto-commit tx
+            s.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
 
 
 def _plain(v: Any) -> Any:

@@ -1,0 +1,107 @@
+"""Table-driven tests of the pure relational-state rules."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from graph.models import Fact, Relation
+from graph.rules import can_conflict, can_supersede, derive_state, derive_validity, has_cycle
+
+NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+PAST = NOW - timedelta(days=1)
+FUTURE = NOW + timedelta(days=1)
+
+
+def fact(fid: str = "a", **kw: object) -> Fact:
+    return Fact(fact_id=fid, user_id="u", statement=f"statement {fid}", **kw)  # type: ignore[arg-type]
+
+
+RETRACTED = fact("x", retracted_at=PAST)
+LIVE = fact("y")
+
+VALIDITY_CASES = [
+    # (name, fact kwargs, superseded-by, conflicts-with, expected)
+    ("plain", {}, [], [], "current"),
+    ("superseded", {}, [LIVE], [], "superseded"),
+    ("superseded by a retracted fact revives", {}, [RETRACTED], [], "current"),
+    ("disputed", {}, [], [LIVE], "disputed"),
+    ("dispute with a retracted fact ends", {}, [], [RETRACTED], "current"),
+    ("superseded wins over disputed", {}, [LIVE], [LIVE], "superseded"),
+    ("expired by valid_to", {"valid_to": PAST}, [], [], "expired"),
+    ("valid_to in the future", {"valid_to": FUTURE}, [], [], "current"),
+    ("expired by expired_at", {"expired_at": PAST}, [LIVE], [], "expired"),
+    ("expiry scheduled later", {"expired_at": FUTURE}, [], [], "current"),
+    ("retracted wins over all", {"retracted_at": PAST, "valid_to": PAST}, [LIVE], [LIVE], "retracted"),
+    ("naive datetimes are UTC", {"valid_to": datetime(2025, 12, 31)}, [], [], "expired"),
+]
+
+
+@pytest.mark.parametrize("name,kw,sup,conf,expected", VALIDITY_CASES, ids=[c[0] for c in VALIDITY_CASES])
+def test_derive_validity(name: str, kw: dict, sup: list, conf: list, expected: str) -> None:
+    assert derive_validity(fact(**kw), sup, conf, NOW) == expected
+
+
+SUPERSEDE_CASES = [
+    ("preference", "preference", True),
+    ("constraint", "preference", True),
+    ("preference", "constraint", True),
+    ("event", "preference", False),
+    ("plan", "plan", True),
+    ("event", "plan", True),
+    ("belief", "event", False),
+    ("circumstance", "circumstance", True),
+]
+
+
+@pytest.mark.parametrize("new,old,ok", SUPERSEDE_CASES)
+def test_can_supersede(new: str, old: str, ok: bool) -> None:
+    assert can_supersede(new, old) is ok
+
+
+@pytest.mark.parametrize("a,b,ok", [("belief", "belief", True), ("event", "plan", False), ("plan", "event", False),
+                                    ("experience", "constraint", True)])
+def test_can_conflict(a: str, b: str, ok: bool) -> None:
+    assert can_conflict(a, b) is ok
+
+
+CYCLE_CASES = [
+    ([], False),
+    ([("a", "b")], False),
+    ([("a", "b"), ("b", "c"), ("a", "c")], False),
+    ([("a", "a")], True),
+    ([("a", "b"), ("b", "a")], True),
+    ([("a", "b"), ("b", "c"), ("c", "d"), ("d", "b")], True),
+]
+
+
+@pytest.mark.parametrize("edges,cyclic", CYCLE_CASES)
+def test_has_cycle(edges: list, cyclic: bool) -> None:
+    cyc = has_cycle(edges)
+    assert (cyc is not None) is cyclic
+    if cyc:  # the returned nodes really form a cycle
+        pairs = set(edges)
+        assert all((cyc[i], cyc[(i + 1) % len(cyc)]) in pairs for i in range(len(cyc)))
+
+
+def test_long_chain_has_no_recursion_limit() -> None:
+    edges = [(f"n{i}", f"n{i + 1}") for i in range(20000)]
+    assert has_cycle(edges) is None
+    assert has_cycle(edges + [("n20000", "n0")]) is not None
+
+
+def test_derive_state_relations_and_directions() -> None:
+    a, b, c = fact("a"), fact("b"), fact("c")
+    rels = [Relation(type="SUPERSEDES", src="b", dst="a"), Relation(type="CONFLICTS_WITH", src="c", dst="b"),
+            Relation(type="CONFLICTS_WITH", src="c", dst="a", resolved_at=PAST)]
+    by_id = {"a": a, "b": b, "c": c}
+    sa = derive_state(a, rels, by_id, ("root", "x"), NOW)
+    sb = derive_state(b, rels, by_id, (), NOW)
+    sc = derive_state(c, rels, by_id, (), NOW)
+    assert sa.validity == "superseded" and sa.superseded_by == ("b",) and sa.conflicts_with == ()
+    assert sb.validity == "disputed" and sb.supersedes == ("a",) and sb.conflicts_with == ("c",)
+    assert sc.validity == "disputed" and sc.conflicts_with == ("b",)
+    assert {(v.type, v.direction, v.other_fact_id, v.resolved) for v in sa.relations} == {
+        ("SUPERSEDES", "in", "b", False), ("CONFLICTS_WITH", "in", "c", True)}
+    assert sa.concept_path == ("root", "x")
