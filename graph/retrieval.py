@@ -15,7 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from graph.models import Fact, RelationalState, utcnow
 from graph.rules import derive_state
-from graph.snapshot import concept_path
 from graph.store import GraphStore, Subgraph
 
 
@@ -99,28 +98,22 @@ def seed_search(store: GraphStore, user_id: str, query: str, query_embedding: Se
 def traverse(store: GraphStore, user_id: str, seed_ids: Sequence[str], cfg: RetrievalConfig) -> tuple[Subgraph, int, bool]:
     """Closure of ``seed_ids`` under SUPERSEDES/CONFLICTS_WITH (both directions), with a cap.
 
-    Returns the fetched subgraph, the number of expand rounds and whether the cap stopped it.
-    Each round asks the store for everything within ``max_hops``; a fetched relation whose other
-    end is still missing means the closure is not done yet, so we go again from there.
+    Returns the fetched subgraph, the number of fetch rounds and whether the cap stopped it.
+    Each round fetches everything within ``max_hops``; a fetched relation whose other end is
+    still missing means the closure is not done yet, so we go again from the whole set.
     """
-    if not seed_ids:
-        return store.fetch(user_id, []), 0, False
-    reached = store.expand(user_id, seed_ids, cfg.max_hops)
-    sub = store.fetch(user_id, sorted(reached))
+    sub = store.fetch(user_id, list(seed_ids), hops=cfg.max_hops if seed_ids else 0)
     rounds, capped = 1, False
     while True:
-        missing = {e for r in sub.relations for e in (r.src, r.dst)} - reached
+        missing = {e for r in sub.relations for e in (r.src, r.dst)} - set(sub.facts)
         if not missing:
             break
-        if len(reached) >= cfg.max_facts:
+        if len(sub.facts) >= cfg.max_facts:
             capped = True
             break
-        reached |= store.expand(user_id, sorted(missing), cfg.max_hops)
-        sub = store.fetch(user_id, sorted(reached))
+        sub = store.fetch(user_id, sorted(set(sub.facts) | missing), hops=cfg.max_hops)
         rounds += 1
-    if len(reached) > cfg.max_facts:
-        capped = True
-    return sub, rounds, capped
+    return sub, rounds, capped or len(sub.facts) > cfg.max_facts
 
 
 def components(ids: Sequence[str], edges: Sequence[tuple[str, str]]) -> dict[str, int]:
@@ -177,8 +170,7 @@ def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Seque
     items: list[EvidenceItem] = []
     for n, fid in enumerate(order, start=1):
         f = sub.facts[fid]
-        cid = sub.concept_of.get(fid)
-        path = concept_path(sub.concepts, sub.parent, cid) if cid else ()
+        path = sub.concept_paths.get(fid, ())
         state = derive_state(f, rels_of[fid] if cfg.traverse else [], sub.facts, path, now)
         items.append(EvidenceItem(alias=f"F{n}", fact=f, state=state, seed=fid in seed_score,
                                   score=seed_score.get(fid), group=comp[fid]))

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from graph.models import Concept, Edit, Fact, Relation, Turn
+from graph.models import Edit, Fact, Relation, Turn
 from graph.snapshot import ChangeSet, Snapshot
 
 
@@ -37,8 +37,7 @@ class Subgraph:
     facts: dict[str, Fact]
     relations: list[Relation]
     concept_of: dict[str, str]  # fact_id -> concept_id
-    concepts: dict[str, Concept]
-    parent: dict[str, str]
+    concept_paths: dict[str, tuple[str, ...]]  # fact_id -> concept names from the root down
 
 
 @runtime_checkable
@@ -68,8 +67,10 @@ class GraphStore(Protocol):
         """Fact ids within ≤ max_hops SUPERSEDES/CONFLICTS_WITH steps of ``fact_ids`` (either direction),
         the start ids included. Shared code loops on this until closure (graph/retrieval.py)."""
 
-    def fetch(self, user_id: str, fact_ids: Sequence[str]) -> Subgraph:
-        """Facts by id (unknown ids are ignored), every relation touching them, and their concept paths."""
+    def fetch(self, user_id: str, fact_ids: Sequence[str], hops: int = 0) -> Subgraph:
+        """Facts by id plus everything within ``hops`` SUPERSEDES/CONFLICTS_WITH steps (unknown ids are
+        ignored), every relation touching them, and their concept paths. One round trip where the
+        backend can; graph/retrieval.py loops on it until closure."""
 
     def turns(self, user_id: str, turn_ids: Sequence[str]) -> list[Turn]: ...
 

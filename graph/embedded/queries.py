@@ -98,13 +98,10 @@ UPSERT_SESSIONS = ("UNWIND $rows AS r MERGE (s:Session {key: r.key}) SET s.sessi
 # -- reads for retrieval --
 SEARCH_ROWS = "MATCH (f:Fact {user_id: $u}) RETURN f.fact_id, f.statement, f.embedding"
 # SHORTEST = BFS per destination: walk semantics blow up on dense conflict cliques.
-EXPAND = ("MATCH (s:Fact)-[:SUPERSEDES|CONFLICTS_WITH* SHORTEST 1..{hops}]-(o:Fact) "
-          "WHERE s.user_id = $u AND s.fact_id IN $ids RETURN DISTINCT o.fact_id")
-FETCH_FACTS = f"MATCH (f:Fact) WHERE f.user_id = $u AND f.fact_id IN $ids RETURN {FACT_COLS}"
-FETCH_SUPERSEDES = ("MATCH (a:Fact)-[x:SUPERSEDES]->(b:Fact) WHERE a.user_id = $u AND (a.fact_id IN $ids OR b.fact_id IN $ids) "
-                    "RETURN a.fact_id, b.fact_id, x.at, x.reason")
-FETCH_CONFLICTS = ("MATCH (a:Fact)-[x:CONFLICTS_WITH]->(b:Fact) WHERE a.user_id = $u AND "
-                   "(a.fact_id IN $ids OR b.fact_id IN $ids) RETURN a.fact_id, b.fact_id, x.at, x.reason, x.resolved_at")
+# Lookups go through the primary-key index (UNWIND + {fact_id: i}); `fact_id IN $ids` would scan.
+EXPAND = ("UNWIND $ids AS i MATCH (s:Fact {{fact_id: i}}) WHERE s.user_id = $u "
+          "OPTIONAL MATCH (s)-[:SUPERSEDES|CONFLICTS_WITH* SHORTEST 1..{hops}]-(o:Fact) RETURN s.fact_id, o.fact_id")
+FETCH_FACTS = f"UNWIND $ids AS i MATCH (f:Fact {{fact_id: i}}) WHERE f.user_id = $u RETURN {FACT_COLS}"
 FETCH_TURNS = ("MATCH (t:Turn) WHERE t.user_id = $u AND t.turn_id IN $ids "
                "RETURN t.turn_id, t.user_id, t.session_id, t.seq, t.role, t.text, t.at ORDER BY t.session_id, t.seq")
 USERS = "MATCH (u:UserMeta) RETURN u.user_id ORDER BY u.user_id"

@@ -20,11 +20,14 @@ import numpy as np
 from graph.bm25 import BM25
 from graph.cypher_guard import UID_PARAM, scope_to_user
 from graph.embedded import queries as Q
-from graph.models import Edit, Turn, as_utc
+from graph.models import Edit, Relation, Turn, as_utc
 from graph.serialize import (FACT_PROPS, concept_row, edit_row, fact_row, row_concept, row_edit, row_fact,
                              row_relation, row_turn, session_key, turn_key, turn_row)
-from graph.snapshot import ChangeSet, Snapshot
+from graph.snapshot import ChangeSet, Snapshot, concept_path
 from graph.store import ConcurrentModification, ReadOnlyViolation, StoreError, Subgraph
+
+
+_CONCEPT_COLS = ("concept_id", "user_id", "name", "description", "created_at", "retired_at")
 
 
 def _iso(row: Any) -> Any:
@@ -35,11 +38,17 @@ def _iso(row: Any) -> Any:
 
 
 @dataclass
-class _SearchIndex:
+class _UserCache:
+    """What retrieval reads for one user, rebuilt after each commit of that user."""
+
     ids: list[str]
     matrix: np.ndarray | None  # normalized rows for the facts that have embeddings
     emb_ids: list[str]
     bm25: BM25
+    concepts: dict[str, Any]
+    parent: dict[str, str]
+    fact_concept: dict[str, str]
+    relations: dict[str, list[Relation]]  # fact_id -> relations touching it
 
 
 class EmbeddedStore:
@@ -53,7 +62,7 @@ class EmbeddedStore:
         self._db = ladybug.Database(str(self.path))
         self._conn = ladybug.Connection(self._db)
         self._lock = threading.RLock()
-        self._index: dict[str, _SearchIndex] = {}
+        self._index: dict[str, _UserCache] = {}
 
     # -- plumbing --
     def _q(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
@@ -89,7 +98,7 @@ class EmbeddedStore:
             v = self._q(Q.GET_VERSION, p)
             s.version = v[0][0] if v else 0
             for r in self._q(Q.LOAD_CONCEPTS, p):
-                c = row_concept(dict(zip(("concept_id", "user_id", "name", "description", "created_at", "retired_at"), r)))
+                c = row_concept(dict(zip(_CONCEPT_COLS, r)))
                 s.concepts[c.concept_id] = c
             s.parent = {c: par for par, c in self._q(Q.LOAD_PARENTS, p)}
             s.fact_concept = {f: c for c, f in self._q(Q.LOAD_CONTAINS, p)}
@@ -163,18 +172,27 @@ class EmbeddedStore:
         self._rows(Q.DELETE_CONCEPTS, list(cs.concepts_delete), u)
 
     # -- retrieval reads --
-    def _search_index(self, user_id: str) -> _SearchIndex:
+    def _search_index(self, user_id: str) -> _UserCache:
         idx = self._index.get(user_id)
         if idx is None:
             with self._lock:
                 rows = self._q(Q.SEARCH_ROWS, {"u": user_id})
+                concepts = {c.concept_id: c for c in (row_concept(dict(zip(_CONCEPT_COLS, r)))
+                                                      for r in self._q(Q.LOAD_CONCEPTS, {"u": user_id}))}
+                parent = {c: par for par, c in self._q(Q.LOAD_PARENTS, {"u": user_id})}
+                fact_concept = {f: c for c, f in self._q(Q.LOAD_CONTAINS, {"u": user_id})}
+                relations: dict[str, list[Relation]] = {}
+                for rel in self._relations(Q.LOAD_SUPERSEDES, Q.LOAD_CONFLICTS, {"u": user_id}):
+                    relations.setdefault(rel.src, []).append(rel)
+                    relations.setdefault(rel.dst, []).append(rel)
             ids = [r[0] for r in rows]
             emb = [(r[0], r[2]) for r in rows if r[2]]
             matrix = None
             if emb:
                 matrix = np.asarray([e for _, e in emb], dtype=np.float32)
                 matrix /= np.linalg.norm(matrix, axis=1, keepdims=True) + 1e-12
-            idx = _SearchIndex(ids=ids, matrix=matrix, emb_ids=[i for i, _ in emb], bm25=BM25([r[1] for r in rows]))
+            idx = _UserCache(ids=ids, matrix=matrix, emb_ids=[i for i, _ in emb], bm25=BM25([r[1] for r in rows]),
+                             concepts=concepts, parent=parent, fact_concept=fact_concept, relations=relations)
             self._index[user_id] = idx
         return idx
 
@@ -200,23 +218,20 @@ class EmbeddedStore:
             return set()
         with self._lock:
             rows = self._q(Q.EXPAND.format(hops=int(max_hops)), {"u": user_id, "ids": ids})
-        start = {r[0] for r in self._q(Q.FETCH_FACTS, {"u": user_id, "ids": ids})}
-        return start | {r[0] for r in rows}
+        return {r[0] for r in rows} | {r[1] for r in rows if r[1] is not None}
 
-    def fetch(self, user_id: str, fact_ids: Sequence[str]) -> Subgraph:
-        p = {"u": user_id, "ids": list(fact_ids)}
+    def fetch(self, user_id: str, fact_ids: Sequence[str], hops: int = 0) -> Subgraph:
+        # Relations and concept placement come from the per-user cache: LadybugDB relationship
+        # scans cost milliseconds each, and this process is the store's only writer.
+        ids = sorted(self.expand(user_id, fact_ids, hops)) if hops > 0 else list(fact_ids)
+        cache = self._search_index(user_id)
         with self._lock:
-            facts = {f.fact_id: f for f in (row_fact(dict(zip(FACT_PROPS, r))) for r in self._q(Q.FETCH_FACTS, p))}
-            rels = self._relations(Q.FETCH_SUPERSEDES, Q.FETCH_CONFLICTS, p)
-            concept_of = {f: c for c, f in self._q(
-                "MATCH (c:Concept)-[:CONTAINS]->(f:Fact) WHERE f.user_id = $u AND f.fact_id IN $ids "
-                "RETURN c.concept_id, f.fact_id", p)}
-            concepts = {}
-            for r in self._q(Q.LOAD_CONCEPTS, {"u": user_id}):
-                c = row_concept(dict(zip(("concept_id", "user_id", "name", "description", "created_at", "retired_at"), r)))
-                concepts[c.concept_id] = c
-            parent = {c: par for par, c in self._q(Q.LOAD_PARENTS, {"u": user_id})}
-        return Subgraph(facts=facts, relations=rels, concept_of=concept_of, concepts=concepts, parent=parent)
+            facts = {f.fact_id: f for f in (row_fact(dict(zip(FACT_PROPS, r)))
+                                            for r in self._q(Q.FETCH_FACTS, {"u": user_id, "ids": ids}))}
+        rels = {r.key: r for f in facts for r in cache.relations.get(f, ())}
+        concept_of = {f: cache.fact_concept[f] for f in facts if f in cache.fact_concept}
+        paths = {f: concept_path(cache.concepts, cache.parent, c) for f, c in concept_of.items()}
+        return Subgraph(facts=facts, relations=list(rels.values()), concept_of=concept_of, concept_paths=paths)
 
     def turns(self, user_id: str, turn_ids: Sequence[str]) -> list[Turn]:
         with self._lock:

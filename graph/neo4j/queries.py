@@ -16,7 +16,8 @@ def schema(dim: int) -> list[str]:
         "CREATE INDEX edit_user IF NOT EXISTS FOR (e:Edit) ON (e.user_id)",
         "CREATE INDEX turn_user IF NOT EXISTS FOR (t:Turn) ON (t.user_id, t.turn_id)",
         "CREATE INDEX session_user IF NOT EXISTS FOR (s:Session) ON (s.user_id)",
-        "CREATE FULLTEXT INDEX fact_statement IF NOT EXISTS FOR (f:Fact) ON EACH [f.statement]",
+        # user_id is indexed too so Lucene narrows to one user before scoring (see TEXT_SEARCH).
+        "CREATE FULLTEXT INDEX fact_statement IF NOT EXISTS FOR (f:Fact) ON EACH [f.statement, f.user_id]",
         "CREATE VECTOR INDEX fact_embedding IF NOT EXISTS FOR (f:Fact) ON (f.embedding) "
         f"OPTIONS {{indexConfig: {{`vector.dimensions`: {int(dim)}, `vector.similarity_function`: 'cosine'}}}}",
     ]
@@ -72,21 +73,32 @@ UPSERT_SESSIONS = ("UNWIND $rows AS r MERGE (s:Session {key: r.key}) SET s.sessi
                    "s.user_id = $u, s.content_hash = r.content_hash")
 
 # -- reads for retrieval --
-# Exact cosine over this user's facts (the user_id index narrows it; the global vector index cannot
-# filter by user in Neo4j 5 Community). vector.similarity.cosine returns (1 + cos) / 2.
-VECTOR_SEARCH = ("MATCH (f:Fact {user_id: $u}) WHERE f.embedding IS NOT NULL "
-                 "WITH f, vector.similarity.cosine(f.embedding, $q) AS s ORDER BY s DESC LIMIT $k "
-                 "RETURN f.fact_id AS id, 2 * s - 1 AS score")
+# The Lucene clause on user_id only narrows (analyzers split ids); the WHERE is what isolates users.
 TEXT_SEARCH = ("CALL db.index.fulltext.queryNodes('fact_statement', $q) YIELD node, score "
                "WHERE node.user_id = $u RETURN node.fact_id AS id, score LIMIT $k")
+# collect(DISTINCT o) lets the planner use its pruning (BFS-like) var-length expand.
 EXPAND = ("MATCH (s:Fact) WHERE s.user_id = $u AND s.fact_id IN $ids "
-          "MATCH (s)-[:SUPERSEDES|CONFLICTS_WITH*1..{hops}]-(o:Fact) RETURN DISTINCT o.fact_id AS id")
-START_IDS = "MATCH (s:Fact) WHERE s.user_id = $u AND s.fact_id IN $ids RETURN s.fact_id AS id"
-FETCH_FACTS = ("MATCH (f:Fact) WHERE f.user_id = $u AND f.fact_id IN $ids "
-               "OPTIONAL MATCH (c:Concept)-[:CONTAINS]->(f) RETURN f {.*, embedding: null} AS f, c.concept_id AS c")
-FETCH_RELATIONS = ("MATCH (a:Fact)-[r:SUPERSEDES|CONFLICTS_WITH]-(b:Fact) WHERE a.user_id = $u AND a.fact_id IN $ids "
-                   "RETURN DISTINCT type(r) AS type, startNode(r).fact_id AS src, endNode(r).fact_id AS dst, "
-                   "r.at AS at, r.reason AS reason, r.resolved_at AS resolved_at")
+          "OPTIONAL MATCH (s)-[:SUPERSEDES|CONFLICTS_WITH*1..{hops}]-(o:Fact) "
+          "RETURN collect(DISTINCT s.fact_id) AS s, collect(DISTINCT o.fact_id) AS o")
+EMBEDDINGS = ("MATCH (u:UserMeta {user_id: $u}) WITH u.version AS v "
+              "MATCH (f:Fact {user_id: $u}) WHERE f.embedding IS NOT NULL "
+              "RETURN v, collect(f.fact_id) AS ids, collect(f.embedding) AS embs")
+_FETCH_TAIL = (
+    "OPTIONAL MATCH (c:Concept)-[:CONTAINS]->(f) "
+    "OPTIONAL MATCH p = (r:Concept)-[:PARENT_OF*0..32]->(c) WHERE NOT EXISTS { ()-[:PARENT_OF]->(r) } "
+    "CALL (f) { OPTIONAL MATCH (f)-[x:SUPERSEDES|CONFLICTS_WITH]-(:Fact) "
+    "  RETURN collect(CASE WHEN x IS NULL THEN null ELSE {type: type(x), src: startNode(x).fact_id, "
+    "  dst: endNode(x).fact_id, at: x.at, reason: x.reason, resolved_at: x.resolved_at} END) AS rels } "
+    "RETURN f {.*, embedding: null} AS f, c.concept_id AS c, [n IN nodes(p) | n.name] AS path, rels"
+)
+# One round trip: the facts, everything within {hops} steps, their concept paths and relations.
+FETCH_FACTS = "MATCH (f:Fact) WHERE f.user_id = $u AND f.fact_id IN $ids " + _FETCH_TAIL
+
+
+def fetch_within(hops: int) -> str:
+    return ("MATCH (s:Fact) WHERE s.user_id = $u AND s.fact_id IN $ids "
+            f"OPTIONAL MATCH (s)-[:SUPERSEDES|CONFLICTS_WITH*1..{int(hops)}]-(o:Fact) "
+            "WITH collect(DISTINCT s) + collect(DISTINCT o) AS ns UNWIND ns AS f WITH DISTINCT f " + _FETCH_TAIL)
 FETCH_TURNS = ("MATCH (t:Turn) WHERE t.user_id = $u AND t.turn_id IN $ids RETURN t {.*} AS t "
                "ORDER BY t.session_id, t.seq")
 USERS = "MATCH (u:UserMeta) RETURN u.user_id AS u ORDER BY u"

@@ -8,8 +8,11 @@ session after graph/cypher_guard.py has pinned it to one user.
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from graph.bm25 import tokenize
 from graph.cypher_guard import UID_PARAM, scope_to_user
@@ -21,20 +24,31 @@ from graph.snapshot import ChangeSet, Snapshot
 from graph.store import ConcurrentModification, ReadOnlyViolation, StoreError, Subgraph
 
 
-def lucene_query(text: str) -> str:
-    """OR of the query's content words, each escaped: user text never reaches Lucene syntax.
+def _escape(term: str) -> str:
+    return re.sub(r'([+\-&|!(){}\[\]^"~*?:\\/])', r"\\\1", term)
+
+
+def lucene_query(text: str, user_id: str | None = None) -> str:
+    r"""OR of the query's content words, each escaped: user text never reaches Lucene syntax.
+    With ``user_id``, a phrase clause on the user field narrows the search to that user's facts.
 
     >>> lucene_query('hiking AND "knee"*')
-    'hiking OR knee'
+    'statement:(hiking OR knee)'
+    >>> lucene_query('hiking', 'u"1')
+    'user_id:"u\\"1" AND statement:(hiking)'
     """
-    return " OR ".join(re.sub(r'([+\-&|!(){}\[\]^"~*?:\\/])', r"\\\1", w) for w in dict.fromkeys(tokenize(text)))
+    words = " OR ".join(_escape(w) for w in dict.fromkeys(tokenize(text)))
+    if not words:
+        return ""
+    clause = f"statement:({words})"
+    return f'user_id:"{_escape(user_id)}" AND {clause}' if user_id else clause
 
 
 class Neo4jStore:
     name = "neo4j"
 
     def __init__(self, uri: str, user: str | None = None, password: str | None = None, database: str | None = None,
-                 embedding_dim: int = 384):
+                 embedding_dim: int = 384, cache_users: int = 256):
         import neo4j
 
         self._neo4j = neo4j
@@ -43,6 +57,8 @@ class Neo4jStore:
         self._driver = neo4j.GraphDatabase.driver(uri, auth=auth, notifications_min_severity="OFF")
         self._db = database
         self.embedding_dim = embedding_dim
+        self.cache_users = cache_users
+        self._emb_cache: OrderedDict[str, tuple[int, list[str], np.ndarray]] = OrderedDict()
 
     # -- plumbing --
     def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
@@ -138,12 +154,41 @@ class Neo4jStore:
         run(Q.DELETE_CONCEPTS, list(cs.concepts_delete))
 
     # -- retrieval reads --
+    def _embeddings(self, user_id: str) -> tuple[list[str], np.ndarray | None]:
+        """This user's normalized embedding matrix, cached per (user, version).
+
+        Neo4j 5 Community's vector index cannot filter by user, and an exact cosine in Cypher reads
+        every vector property per query; one cheap version read keeps a client-side copy exact.
+        """
+        rows = self._read(Q.GET_VERSION, u=user_id)
+        version = rows[0]["u.version"] if rows else 0
+        hit = self._emb_cache.get(user_id)
+        if hit is not None and hit[0] == version:
+            self._emb_cache.move_to_end(user_id)
+            return hit[1], hit[2]
+        rows = self._read(Q.EMBEDDINGS, u=user_id)
+        if not rows or not rows[0]["ids"]:
+            return [], None
+        m = np.asarray(rows[0]["embs"], dtype=np.float32)
+        m /= np.linalg.norm(m, axis=1, keepdims=True) + 1e-12
+        self._emb_cache[user_id] = (rows[0]["v"], rows[0]["ids"], m)
+        while len(self._emb_cache) > self.cache_users:
+            self._emb_cache.popitem(last=False)
+        return rows[0]["ids"], m
+
     def vector_search(self, user_id: str, embedding: Sequence[float], k: int) -> list[tuple[str, float]]:
-        rows = self._read(Q.VECTOR_SEARCH, u=user_id, q=[float(x) for x in embedding], k=int(k))
-        return [(r["id"], float(r["score"])) for r in rows]
+        ids, m = self._embeddings(user_id)
+        if m is None or k <= 0:
+            return []
+        q = np.asarray(embedding, dtype=np.float32)
+        sims = m @ (q / (np.linalg.norm(q) + 1e-12))
+        k = min(k, len(sims))
+        top = np.argpartition(-sims, k - 1)[:k]
+        top = top[np.argsort(-sims[top])]
+        return [(ids[i], float(sims[i])) for i in top]
 
     def text_search(self, user_id: str, query: str, k: int) -> list[tuple[str, float]]:
-        q = lucene_query(query)
+        q = lucene_query(query, user_id)
         if not q:
             return []
         rows = self._read(Q.TEXT_SEARCH, u=user_id, q=q, k=int(k))
@@ -153,26 +198,22 @@ class Neo4jStore:
         ids = list(fact_ids)
         if not ids:
             return set()
-        start = {r["id"] for r in self._read(Q.START_IDS, u=user_id, ids=ids)}
-        reached = {r["id"] for r in self._read(Q.EXPAND.format(hops=int(max_hops)), u=user_id, ids=ids)}
-        return start | reached
+        row = self._read(Q.EXPAND.format(hops=int(max_hops)), u=user_id, ids=ids)[0]
+        return set(row["s"]) | set(row["o"])
 
-    def fetch(self, user_id: str, fact_ids: Sequence[str]) -> Subgraph:
-        ids = list(fact_ids)
-        with self._driver.session(database=self._db, default_access_mode=self._neo4j.READ_ACCESS) as s:
-            def work(tx: Any) -> Subgraph:
-                facts, concept_of = {}, {}
-                for r in tx.run(Q.FETCH_FACTS, u=user_id, ids=ids):
-                    f = row_fact(r["f"])
-                    facts[f.fact_id] = f
-                    if r["c"]:
-                        concept_of[f.fact_id] = r["c"]
-                rels = [row_relation(r.data()) for r in tx.run(Q.FETCH_RELATIONS, u=user_id, ids=ids)]
-                concepts = {c.concept_id: c for c in (row_concept(r["c"]) for r in tx.run(Q.LOAD_CONCEPTS, u=user_id))}
-                parent = {r["c"]: r["p"] for r in tx.run(Q.LOAD_PARENTS, u=user_id)}
-                return Subgraph(facts=facts, relations=rels, concept_of=concept_of, concepts=concepts, parent=parent)
-
-            return s.execute_read(work)
+    def fetch(self, user_id: str, fact_ids: Sequence[str], hops: int = 0) -> Subgraph:
+        q = Q.fetch_within(hops) if hops > 0 else Q.FETCH_FACTS
+        facts, concept_of, paths, rels = {}, {}, {}, {}
+        for r in self._read(q, u=user_id, ids=list(fact_ids)):
+            f = row_fact(r["f"])
+            facts[f.fact_id] = f
+            if r["c"]:
+                concept_of[f.fact_id] = r["c"]
+                paths[f.fact_id] = tuple(r["path"] or ())
+            for x in r["rels"]:
+                rel = row_relation(x)
+                rels[rel.key] = rel
+        return Subgraph(facts=facts, relations=list(rels.values()), concept_of=concept_of, concept_paths=paths)
 
     def turns(self, user_id: str, turn_ids: Sequence[str]) -> list[Turn]:
         return [row_turn(r["t"]) for r in self._read(Q.FETCH_TURNS, u=user_id, ids=list(turn_ids))]

@@ -1,0 +1,195 @@
+"""Retrieval benchmark: seeds + traversal latency per backend against an exact numpy floor.
+
+Builds a store of U users x F facts (384-d random unit embeddings, statements from a fixed vocabulary),
+with SUPERSEDES chains and CONFLICTS_WITH pairs, then times ``retrieve()`` (embedding excluded: the
+query vector is given) on each backend, and in the same run an exact numpy brute-force top-K over
+that user's facts: the floor no database can beat. Prints p50/p95, the ratio to the floor, where the
+time goes per stage, and the bulk-load rate.
+
+    python bench/retrieval.py                                  # embedded, 100 users x 1000 facts
+    python bench/retrieval.py --backends embedded neo4j        # + Neo4j (EVOMEM_NEO4J_URI or started here)
+    python bench/retrieval.py --users 10 --facts 200 --json    # quick
+    python bench/retrieval.py --save out.json ; python bench/retrieval.py --baseline out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from graph.edits import AttachFact, Conflict, CreateConcept, EditBatch, Supersede, apply_batch  # noqa: E402
+from graph.models import Fact  # noqa: E402
+from graph.retrieval import RetrievalConfig, retrieve  # noqa: E402
+
+VOCAB = ("hiking beach knee coffee tea sushi flight window seat aisle vegan allergy peanut running swim berlin paris "
+         "tokyo dog cat piano guitar novel jazz opera tennis yoga cooking garden bike train hotel museum concert "
+         "budget salary manager sister brother doctor dentist gym diet sleep").split()
+
+
+def pct(xs: list[float], p: float) -> float:
+    return float(np.percentile(np.asarray(xs), p)) if xs else float("nan")
+
+
+def build_user(rng: np.random.Generator, u: str, n_facts: int, dim: int) -> tuple[EditBatch, np.ndarray, list[str]]:
+    emb = rng.normal(size=(n_facts, dim)).astype(np.float32)
+    emb /= np.linalg.norm(emb, axis=1, keepdims=True)
+    n_concepts = max(1, n_facts // 50)
+    edits: list[Any] = [CreateConcept(concept_id=f"{u}:c{i}", name=f"topic {i}") for i in range(n_concepts)]
+    ids = [f"{u}:f{i}" for i in range(n_facts)]
+    for i in range(n_facts):
+        words = " ".join(rng.choice(VOCAB, size=6))
+        f = Fact(fact_id=ids[i], user_id=u, statement=f"{words} {i}", kind="preference")
+        edits.append(AttachFact(fact=f, concept_id=f"{u}:c{i % n_concepts}", embedding=tuple(emb[i].tolist())))
+    # ~10% of facts in SUPERSEDES chains of length 4, ~4% in conflict pairs
+    for start in range(0, n_facts // 10 * 4 - 3, 4):
+        for k in range(3):
+            edits.append(Supersede(new_fact_id=ids[start + k + 1], old_fact_id=ids[start + k]))
+    base = n_facts // 10 * 4
+    for k in range(base, min(n_facts - 1, base + n_facts // 25 * 2), 2):
+        edits.append(Conflict(a=ids[k], b=ids[k + 1]))
+    return EditBatch(user_id=u, edits=edits), emb, ids
+
+
+def open_backend(name: str, tmp: Path, dim: int) -> tuple[Any, Any]:
+    if name == "embedded":
+        from graph.embedded import EmbeddedStore
+
+        s = EmbeddedStore(tmp / "store")
+        s.setup()
+        return s, None
+    from graph.neo4j import Neo4jStore
+
+    uri, stop = os.environ.get("EVOMEM_NEO4J_URI"), None
+    if not uri:
+        from neo4j_server import start_neo4j
+
+        uri, stop = start_neo4j()
+    s = Neo4jStore(uri, embedding_dim=dim)
+    s.setup()
+    s.wipe()
+    return s, stop
+
+
+def run_backend(name: str, args: argparse.Namespace, users: list[tuple[str, EditBatch, np.ndarray, list[str]]],
+                queries: list[tuple[int, np.ndarray, str]]) -> dict[str, Any]:
+    tmp = Path(tempfile.mkdtemp(prefix=f"evomem-bench-{name}-"))
+    store, stop = open_backend(name, tmp, args.dim)
+    try:
+        t0 = time.perf_counter()
+        for u, batch, _, _ in users:
+            _, cs = apply_batch(store.load_snapshot(u), batch)
+            store.commit(cs)
+        load_s = time.perf_counter() - t0
+        cfg = RetrievalConfig(k=args.k)
+        # warm-up: one query per user (embedded builds its per-user search cache here)
+        cold = []
+        for ui, qv, qt in queries[: len(users)]:
+            t = time.perf_counter()
+            retrieve(store, users[ui][0], qt, qv.tolist(), cfg)
+            cold.append((time.perf_counter() - t) * 1e3)
+        total, stages = [], {"seeds": [], "traverse": [], "assemble": []}
+        added = []
+        for ui, qv, qt in queries:
+            t = time.perf_counter()
+            b = retrieve(store, users[ui][0], qt, qv.tolist(), cfg)
+            total.append((time.perf_counter() - t) * 1e3)
+            for k in stages:
+                stages[k].append(b.explain.timings_ms[k])
+            added.append(len(b.explain.added_by_traversal))
+        n_facts = sum(len(ids) for _, _, _, ids in users)
+        return {"backend": name, "load_s": load_s, "load_facts_per_s": n_facts / load_s,
+                "p50_ms": pct(total, 50), "p95_ms": pct(total, 95), "cold_p50_ms": pct(cold, 50),
+                "stages_p50_ms": {k: pct(v, 50) for k, v in stages.items()},
+                "traversal_added_mean": statistics.fmean(added), "n_queries": len(queries)}
+    finally:
+        store.close()
+        if stop:
+            stop()
+
+
+def floor(users: list[tuple[str, EditBatch, np.ndarray, list[str]]], queries: list[tuple[int, np.ndarray, str]],
+          k: int) -> dict[str, Any]:
+    """Exact brute-force top-K over one user's in-memory matrix: no database, no traversal."""
+    times = []
+    for ui, qv, _ in queries:
+        m = users[ui][2]
+        t = time.perf_counter()
+        sims = m @ qv
+        top = np.argpartition(-sims, k - 1)[:k]
+        top[np.argsort(-sims[top])]
+        times.append((time.perf_counter() - t) * 1e3)
+    return {"backend": "numpy-floor", "p50_ms": pct(times, 50), "p95_ms": pct(times, 95)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--users", type=int, default=100)
+    ap.add_argument("--facts", type=int, default=1000, help="facts per user")
+    ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--k", type=int, default=10)
+    ap.add_argument("--queries", type=int, default=300)
+    ap.add_argument("--backends", nargs="+", default=["embedded"], choices=["embedded", "neo4j"])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--save", help="write results JSON here")
+    ap.add_argument("--baseline", help="a results JSON from an earlier run to compare against")
+    args = ap.parse_args()
+
+    rng = np.random.default_rng(args.seed)
+    users = []
+    for i in range(args.users):
+        u = f"user{i:04d}"
+        batch, emb, ids = build_user(rng, u, args.facts, args.dim)
+        users.append((u, batch, emb, ids))
+    queries = []
+    for qi in range(max(args.queries, args.users)):
+        ui = qi % args.users
+        target = users[ui][2][rng.integers(args.facts)]
+        qv = target + rng.normal(scale=0.5 / np.sqrt(args.dim), size=args.dim).astype(np.float32)
+        queries.append((ui, (qv / np.linalg.norm(qv)).astype(np.float32), " ".join(rng.choice(VOCAB, size=3))))
+
+    results = {"config": {k: getattr(args, k) for k in ("users", "facts", "dim", "k", "queries", "seed")},
+               "floor": floor(users, queries, args.k), "backends": {}}
+    for name in args.backends:
+        results["backends"][name] = r = run_backend(name, args, users, queries)
+        r["ratio_to_floor_p50"] = r["p50_ms"] / results["floor"]["p50_ms"]
+    if args.baseline:
+        base = json.loads(Path(args.baseline).read_text())
+        results["vs_baseline"] = {n: {"p50_ms": r["p50_ms"], "baseline_p50_ms": base["backends"].get(n, {}).get("p50_ms"),
+                                      "speedup": (base["backends"][n]["p50_ms"] / r["p50_ms"]) if n in base["backends"] else None}
+                                  for n, r in results["backends"].items()}
+    if args.save:
+        Path(args.save).write_text(json.dumps(results, indent=2))
+    if args.json:
+        print(json.dumps(results, indent=2))
+        return 0
+    c = results["config"]
+    print(f"retrieve() over {c['users']} users x {c['facts']} facts, {c['dim']}-d, K={c['k']}, {len(queries)} queries")
+    print(f"{'backend':<12}{'p50 ms':>9}{'p95 ms':>9}{'x floor':>9}{'cold p50':>10}{'seeds':>8}{'trav':>8}{'asm':>8}"
+          f"{'load f/s':>10}")
+    fl = results["floor"]
+    print(f"{'numpy-floor':<12}{fl['p50_ms']:>9.3f}{fl['p95_ms']:>9.3f}{1:>9.1f}")
+    for n, r in results["backends"].items():
+        s = r["stages_p50_ms"]
+        print(f"{n:<12}{r['p50_ms']:>9.2f}{r['p95_ms']:>9.2f}{r['ratio_to_floor_p50']:>9.0f}{r['cold_p50_ms']:>10.1f}"
+              f"{s['seeds']:>8.2f}{s['traverse']:>8.2f}{s['assemble']:>8.2f}{r['load_facts_per_s']:>10.0f}")
+    for n, v in results.get("vs_baseline", {}).items():
+        print(f"vs baseline {n}: p50 {v['p50_ms']:.2f} ms (was {v['baseline_p50_ms']}) speedup {v['speedup']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,68 @@
+"""The CLI as a user runs it: the main job, retrieve, cypher (embedded), and clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evomem.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    rc = main(list(argv))
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_demo_json_shows_seeds_traversal_and_states(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rc, out, _ = run(capsys, "demo", "--embedder", "hash", "--store-path", str(tmp_path / "s"), "--json", "--k", "2")
+    assert rc == 0
+    data = json.loads(out)
+    assert len(data["loaded"]) == 6
+    by_req = {(r["user"], r["request"]): r["bundle"] for r in data["requests"]}
+    for bundle in by_req.values():
+        ids = {i["fact"]["fact_id"] for i in bundle["items"]}
+        for item in bundle["items"]:  # no relation endpoint is ever missing from the bundle
+            for rel in item["state"]["relations"]:
+                assert rel["other_fact_id"] in ids
+    leo = by_req[("leo", "Can I have a peanut snack?")]
+    states = {i["fact"]["fact_id"].split("::")[-1]: i["state"]["validity"] for i in leo["items"]}
+    assert states.get("peanut-allergy") == "disputed" and states.get("peanut-ok") == "disputed"
+    sara = by_req[("sara", "Is the Great Wall visible from space?")]
+    assert any(i["fact"]["holder"] == "assistant" for i in sara["items"])
+
+
+def test_cypher_retrieve_and_errors(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    common = ["--embedder", "hash", "--store-path", str(tmp_path / "s")]
+    assert run(capsys, "load-example", *common)[0] == 0
+    rc, out, _ = run(capsys, "cypher", *common, "--user", "maya", "--json",
+                     "MATCH (c:Concept)-[:CONTAINS]->(f:Fact) RETURN c.name, f.statement LIMIT 5")
+    rows = json.loads(out)["rows"]
+    assert rc == 0 and len(rows) == 5 and all(set(r) == {"c.name", "f.statement"} for r in rows)
+    rc, out, _ = run(capsys, "retrieve", *common, "--user", "maya", "--json", "--k", "1", "beach trips")
+    bundle = json.loads(out)["bundle"]
+    assert [s["fact_id"] for s in bundle["explain"]["seeds"]] == ["maya::f::beach"]
+    assert "maya::f::hiking" in bundle["explain"]["added_by_traversal"]
+    rc, _, err = run(capsys, "cypher", *common, "--user", "nobody", "MATCH (n) RETURN n")
+    assert rc == 2 and "nobody" in err
+    rc, _, err = run(capsys, "cypher", *common, "--user", "maya", "MATCH (n) DETACH DELETE n RETURN 1")
+    assert rc == 2 and "read-only" in err
+    rc, out, _ = run(capsys, "users", *common, "--json")
+    assert json.loads(out)["users"] == ["leo", "maya", "sara"]
+
+
+@pytest.mark.slow
+def test_console_script_demo_with_minilm(tmp_path: Path) -> None:
+    """The README's main job, as a subprocess, with the real CPU embedder loaded from its package."""
+    exe = Path(sys.executable).with_name("evomem")
+    res = subprocess.run([str(exe), "demo", "--store-path", str(tmp_path / "s")], capture_output=True, text=True,
+                         timeout=600, cwd=ROOT)
+    assert res.returncode == 0, res.stderr
+    assert "[maya] Suggest a vacation for me" in res.stdout
+    assert "superseded" in res.stdout and "traversal added" in res.stdout
