@@ -11,7 +11,7 @@ SCHEMA = [
     "CREATE NODE TABLE IF NOT EXISTS Fact(fact_id STRING PRIMARY KEY, user_id STRING, statement STRING, kind STRING,"
     " holder STRING, evidence STRING, source_turn_ids STRING[], session_id STRING, observed_at TIMESTAMP,"
     " valid_from TIMESTAMP, valid_to TIMESTAMP, recorded_at TIMESTAMP, expired_at TIMESTAMP,"
-    " retracted_at TIMESTAMP, scope STRING, qualifiers STRING, confidence DOUBLE, embedding FLOAT[])",
+    " retracted_at TIMESTAMP, scope STRING, qualifiers STRING, confidence DOUBLE, embedding BLOB)",
     "CREATE NODE TABLE IF NOT EXISTS Concept(concept_id STRING PRIMARY KEY, user_id STRING, name STRING,"
     " description STRING, created_at TIMESTAMP, retired_at TIMESTAMP)",
     "CREATE NODE TABLE IF NOT EXISTS Edit(edit_id STRING PRIMARY KEY, user_id STRING, seq INT64, session_id STRING,"
