@@ -37,12 +37,13 @@ def main(argv: list[str] | None = None) -> int:
     from graph.cypher_guard import CypherRefused
     from graph.edits import EditRejected
     from graph.store import StoreError
+    from llmclients.chat import ChatError
 
     ns = build_parser().parse_args(argv)
     model, fn, _ = _all_commands()[ns.command]
     try:
         return fn(model_from_args(model, ns))
-    except (EditRejected, StoreError, CypherRefused, ValueError) as e:
+    except (EditRejected, StoreError, CypherRefused, ChatError, ValueError) as e:
         print(f"evomem {ns.command}: error: {e}", file=sys.stderr)
         return 2
 

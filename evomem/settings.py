@@ -11,6 +11,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from graph.retrieval import RetrievalConfig
+from llmclients.config import ModelsConfig
 from llmclients.embeddings import EmbedderConfig
 
 
@@ -36,10 +37,12 @@ class Settings(BaseModel):
     store: StoreConfig = Field(default_factory=StoreConfig)
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
+    models: ModelsConfig = Field(default_factory=ModelsConfig, description="Policy and answer model endpoints.")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides: object) -> Settings:
-        """EVOMEM_STORE, EVOMEM_STORE_PATH, EVOMEM_NEO4J_URI/USER/PASSWORD/DATABASE, EVOMEM_EMBEDDER."""
+        """EVOMEM_STORE, EVOMEM_STORE_PATH, EVOMEM_NEO4J_URI/USER/PASSWORD/DATABASE, EVOMEM_EMBEDDER, and the
+        model endpoints (EVOMEM_{ANSWER,POLICY}_{KIND,URL,MODEL,API_KEY,PATH}; see llmclients/config.py)."""
         store = {
             "backend": env.get("EVOMEM_STORE", "embedded"),
             "path": env.get("EVOMEM_STORE_PATH", ".evomem/store"),
@@ -51,4 +54,6 @@ class Settings(BaseModel):
         store.update({k: v for k, v in overrides.pop("store", {}).items() if v is not None})  # type: ignore[attr-defined]
         emb = {"kind": env.get("EVOMEM_EMBEDDER", "minilm")}
         emb.update({k: v for k, v in overrides.pop("embedder", {}).items() if v is not None})  # type: ignore[attr-defined]
-        return cls(store=StoreConfig(**store), embedder=EmbedderConfig(**emb), **overrides)  # type: ignore[arg-type]
+        models = ModelsConfig.from_env(env, **(overrides.pop("models", None) or {}))  # type: ignore[arg-type]
+        return cls(store=StoreConfig(**store), embedder=EmbedderConfig(**emb), models=models,
+                   **overrides)  # type: ignore[arg-type]

@@ -21,7 +21,8 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
 
 
 def test_demo_json_shows_seeds_traversal_and_states(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    rc, out, _ = run(capsys, "demo", "--embedder", "hash", "--store-path", str(tmp_path / "s"), "--json", "--k", "2")
+    rc, out, _ = run(capsys, "demo", "--embedder", "hash", "--store-path", str(tmp_path / "s"), "--json", "--k", "2",
+                     "--no-answers")
     assert rc == 0
     data = json.loads(out)
     assert len(data["loaded"]) == 6
@@ -66,3 +67,4 @@ def test_console_script_demo_with_minilm(tmp_path: Path) -> None:
     assert res.returncode == 0, res.stderr
     assert "[maya] Suggest a vacation for me" in res.stdout
     assert "superseded" in res.stdout and "traversal added" in res.stdout
+    assert res.stdout.count("reasoning state") == 5  # one answered request per example request

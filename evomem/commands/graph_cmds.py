@@ -15,6 +15,8 @@ from evomem.commands.common import Command, CommonOptions, _print, _state_line
 
 class DemoOptions(CommonOptions):
     k: int = Field(default=4, ge=1, description="Seed facts per request (small, so traversal's additions show).")
+    answers: bool = Field(default=True, description="Also answer each request: rule-baseline Reasoning State + "
+                          "the shipped SmolLM2-135M answer model on CPU (about a minute).")
 
 
 class RetrieveOptions(CommonOptions):
@@ -74,8 +76,20 @@ def cmd_demo(opts: DemoOptions) -> int:
         lines.append("  traversal added: " + (", ".join(i.split("::")[-1] for i in b.explain.added_by_traversal) or "nothing"))
         lines.extend(_state_line(it) for it in b.items)
         lines.append("")
+    if opts.answers:
+        from serving.demo import run_demo_answers
+        from serving.pipeline import PipelineConfig
+
+        if not opts.as_json:
+            print("\n".join(lines + ["answers (rule-baseline Reasoning State -> SmolLM2-135M on CPU):", ""]), flush=True)
+            lines = []
+        sink: list[str] = []
+        results = run_demo_answers(mem, history["requests"], config=PipelineConfig(k=opts.k, max_answer_tokens=64),
+                                   out=sink.append if opts.as_json else print)
+        out["answers"] = [r.model_dump(mode="json") for r in results]
     mem.close()
-    _print(opts, out, lambda: "\n".join(lines))
+    if lines or opts.as_json:
+        _print(opts, out, lambda: "\n".join(lines))
     return 0
 
 

@@ -1,0 +1,44 @@
+"""The main job's answering half: answer the shipped example requests with the rule policy and the
+SmolLM2 engine, printing evidence, relational states, the Reasoning State and the answer.
+
+SmolLM2-135M is a plumbing model: its answers are often weak. What the demo shows is the pipeline —
+traversal bringing back the superseded and conflicting facts, the states, and the rules the answer
+model is given — on a machine without a GPU.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from llmclients.chat import ChatModel
+from policy.base import Policy
+from policy.rule import RulePolicy
+from serving.pipeline import AnswerPipeline, AnswerResult, MemoryLike, PipelineConfig
+
+
+def run_demo_answers(memory: MemoryLike, history_requests: Iterable[Mapping[str, Any]], *,
+                     answer_model: ChatModel | None = None, policy: Policy | None = None,
+                     config: PipelineConfig | None = None, out: Callable[[str], None] = print) -> list[AnswerResult]:
+    """Answer each ``{"user_id", "request"}``; returns the results (also printed through ``out``).
+
+    ``answer_model`` defaults to SmolLM2-135M-Instruct in-process (converted from the package's GGUF
+    on first use, ~30 s once; ~1 s per later load)."""
+    if answer_model is None:
+        from llmclients.local_engine import LocalChatEngine
+
+        t0 = time.perf_counter()
+        engine = LocalChatEngine.smollm2()
+        out(f"answer model: {engine.name} loaded in {time.perf_counter() - t0:.1f}s"
+            + (f" (first run: converted the GGUF in {engine.converted_seconds:.1f}s)" if engine.converted_seconds else ""))
+        answer_model = engine
+    pipe = AnswerPipeline(memory, policy or RulePolicy(), answer_model,
+                          config or PipelineConfig(k=4, max_answer_tokens=64))
+    results = []
+    for req in history_requests:
+        res = pipe.answer(req["user_id"], req["request"])
+        results.append(res)
+        out(res.describe())
+        out("")
+    return results

@@ -1,0 +1,279 @@
+"""State-aware answering (§3.4 / B.4): request -> evidence (seeds + relation traversal) -> Reasoning
+State (policy) -> answer model over request + facts + relational states + Reasoning State.
+
+Every stage is timed (retrieve, traverse, policy, answer) and token-counted, and the three ablation
+switches of the paper are plain config flags: no traversal, no relational states, no Reasoning State.
+The pipeline never writes to the store.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from graph.models import RelationalState
+from graph.render import render_context
+from graph.retrieval import EvidenceBundle, Explain
+from llmclients.chat import ChatMessage, ChatModel, ChatResult
+from llmclients.config import ModelEndpointConfig, ModelsConfig, make_chat_model
+from policy.base import Policy
+from policy.rule import RulePolicy
+from policy.state import ReasoningState, StateParseError, parse_state
+from serving.prompts import AnswerPrompt, fill, load_answer_prompt
+
+
+class PipelineConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    k: int = Field(default=10, ge=1, le=1000, description="Seed facts per request.")
+    traverse: bool = Field(default=True, description="Ablation switch: follow SUPERSEDES/CONFLICTS_WITH to closure.")
+    relational_states: bool = Field(default=True, description="Ablation switch: show facts with their relational "
+                                    "states (off: every fact looks current and unrelated, to policy and answer model).")
+    reasoning_state: bool = Field(default=True, description="Ablation switch: ask the policy for a Reasoning State.")
+    context_budget: int | None = Field(default=1500, ge=1, description="Whitespace-token budget for the rendered "
+                                       "facts; whole relation groups are dropped past it.")
+    prompt: str = Field(default="default", description="Answer prompt name (serving/prompts/answer_<name>.yaml) or path.")
+    max_answer_tokens: int | None = Field(default=None, ge=1, description="Answer cap (None = the prompt's max_tokens).")
+    temperature: float = Field(default=0.0, ge=0, le=2, description="Answer sampling temperature (0 = greedy).")
+    policy_prompt: str = Field(default="policy_v1", description="Prompt of a model-backed policy (policy/prompts).")
+    policy_max_tokens: int = Field(default=512, ge=16, description="Reasoning State cap (paper: <= 512 tokens).")
+    on_policy_error: Literal["rule", "none", "raise"] = Field(
+        default="rule", description="When a model policy's output does not parse: fall back to the rule baseline, "
+        "answer without a state, or fail the request.")
+
+
+class ModelPolicy:
+    """A learned policy behind any ChatModel (vLLM LoRA adapter, local engine): prompt from
+    ``policy.prompt`` (the training prompt), output checked by ``parse_state`` — the model proposes,
+    the grammar disposes."""
+
+    def __init__(self, chat: ChatModel, prompt: str = "policy_v1", max_tokens: int = 512):
+        self.chat, self.prompt, self.max_tokens = chat, prompt, max_tokens
+        self.name = f"model:{chat.name}"
+        self.last_result: ChatResult | None = None
+
+    def state(self, request: str, bundle: EvidenceBundle) -> ReasoningState:
+        from policy.prompt import policy_messages
+
+        self.last_result = None
+        res = self.chat.complete(policy_messages(request, bundle, prompt=self.prompt), max_tokens=self.max_tokens,
+                                 temperature=0.0)
+        self.last_result = res
+        return parse_state(res.text, bundle.alias_of().values())
+
+
+def make_policy(cfg: ModelEndpointConfig, prompt: str = "policy_v1", max_tokens: int = 512) -> Policy:
+    if cfg.kind == "rule":
+        return RulePolicy()
+    return ModelPolicy(make_chat_model(cfg), prompt, max_tokens)
+
+
+def build_models(models: ModelsConfig) -> tuple[Policy, ChatModel]:
+    """(policy, answer model). Sharing one local engine when both roles name the same weights."""
+    answer = make_chat_model(models.answer)
+    if models.policy.kind == "local" and models.policy.model_copy(update={"model": None}) == \
+            models.answer.model_copy(update={"model": None}):
+        return ModelPolicy(answer), answer
+    return make_policy(models.policy), answer
+
+
+def without_states(bundle: EvidenceBundle) -> EvidenceBundle:
+    """The 'no relational states' ablation: every fact current, unrelated, unscoped."""
+    items = [it.model_copy(update={"state": RelationalState(fact_id=it.fact.fact_id, validity="current")})
+             for it in bundle.items]
+    return bundle.model_copy(update={"items": items})
+
+
+class EvidenceView(BaseModel):
+    alias: str
+    fact_id: str
+    statement: str
+    kind: str
+    holder: str
+    validity: str
+    scope: str | None = None
+    concept_path: list[str] = Field(default_factory=list)
+    relations: list[str] = Field(default_factory=list, description="e.g. 'SUPERSEDES -> F1', 'CONFLICTS_WITH <- F4'.")
+    observed_at: str | None = None
+    seed: bool
+    score: float | None = None
+    in_context: bool = Field(description="False when the token budget dropped its group.")
+
+
+class AnswerResult(BaseModel):
+    user_id: str
+    request: str
+    answer: str | None = Field(description="None for explain-only calls.")
+    reasoning_state: str | None = Field(description="The state in the policy's text format (None: ablated/no evidence).")
+    reasoning_state_parsed: ReasoningState | None = None
+    policy: str
+    policy_fallback: str | None = Field(default=None, description="Why the rule baseline or no state was used.")
+    answer_model: str
+    prompt: str
+    prompt_version: str
+    context: str = Field(description="The rendered facts the answer model saw.")
+    evidence: list[EvidenceView]
+    explain: Explain
+    ablations: dict[str, bool]
+    timings_ms: dict[str, float] = Field(description="retrieve, traverse, policy, answer, total (+ embed, seeds).")
+    tokens: dict[str, int] = Field(description="context, policy_prompt, policy_completion, answer_prompt, "
+                                   "answer_completion.")
+    finish_reason: str | None = None
+
+    def describe(self, state_line: Callable[[Any], str] | None = None) -> str:
+        lines = [f"[{self.user_id}] {self.request}", "  evidence:"]
+        for e in self.evidence:
+            lines.append(f"    {e.alias:<4}{'seed' if e.seed else 'trav'} {e.validity:<11}{e.statement}"
+                         + (f"  scope={e.scope}" if e.scope else "") + (f"  ({'; '.join(e.relations)})" if e.relations else ""))
+        lines.append("  reasoning state" + (f" ({self.policy_fallback})" if self.policy_fallback else "") + ":")
+        lines += [f"    {ln}" for ln in (self.reasoning_state or "(none)").splitlines()]
+        lines.append(f"  answer ({self.answer_model}):")
+        lines += [f"    {ln}" for ln in (self.answer or "(not generated)").splitlines()]
+        lines.append("  timings ms: " + ", ".join(f"{k} {v:.1f}" for k, v in self.timings_ms.items()))
+        return "\n".join(lines)
+
+
+class _StateOutcome(BaseModel):
+    state: ReasoningState | None
+    text: str | None
+    fallback: str | None
+    ms: float
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class MemoryLike(Protocol):
+    def retrieve(self, user_id: str, query: str, k: int | None = None, traverse: bool | None = None) -> EvidenceBundle: ...
+
+
+class AnswerPipeline:
+    def __init__(self, memory: MemoryLike, policy: Policy, answer_model: ChatModel, config: PipelineConfig | None = None):
+        self.memory, self.policy, self.answer_model = memory, policy, answer_model
+        self.config = config or PipelineConfig()
+        self._rule = RulePolicy()
+
+    def with_config(self, **overrides: Any) -> PipelineConfig:
+        # validate, not model_copy: a misspelt or out-of-range override must fail, not pass silently
+        return PipelineConfig.model_validate(self.config.model_dump() | {k: v for k, v in overrides.items()
+                                                                         if v is not None})
+
+    # -- stages --
+    def evidence(self, user_id: str, request: str, cfg: PipelineConfig) -> EvidenceBundle:
+        bundle = self.memory.retrieve(user_id, request, k=cfg.k, traverse=cfg.traverse)
+        return bundle if cfg.relational_states else without_states(bundle)
+
+    def reason(self, request: str, bundle: EvidenceBundle, cfg: PipelineConfig) -> _StateOutcome:
+        if not cfg.reasoning_state:
+            return _StateOutcome(state=None, text=None, fallback="ablated", ms=0.0)
+        if not bundle.items:
+            return _StateOutcome(state=None, text=None, fallback="no evidence", ms=0.0)
+        t0 = time.perf_counter()
+        try:
+            state = self.policy.state(request, bundle)
+            fallback = None
+        except StateParseError as e:
+            if cfg.on_policy_error == "raise":
+                raise
+            state = self._rule.state(request, bundle) if cfg.on_policy_error == "rule" else None
+            fallback = f"policy output invalid ({e}); {'rule baseline used' if state else 'answered without a state'}"
+        ms = (time.perf_counter() - t0) * 1e3
+        last = getattr(self.policy, "last_result", None)
+        return _StateOutcome(state=state, text=state.render() if state else None, fallback=fallback, ms=ms,
+                             prompt_tokens=last.usage.prompt_tokens if last else 0,
+                             completion_tokens=last.usage.completion_tokens if last else 0)
+
+    def _context(self, bundle: EvidenceBundle, cfg: PipelineConfig) -> tuple[str, int, set[str]]:
+        ctx = render_context(bundle, cfg.context_budget, with_state=cfg.relational_states)
+        return ctx.text, ctx.tokens, set(ctx.included)
+
+    @staticmethod
+    def _state_block(prompt: AnswerPrompt, outcome: _StateOutcome) -> str:
+        return fill(prompt.state_block, reasoning_state=outcome.text) if outcome.text else ""
+
+    def messages(self, prompt: AnswerPrompt, request: str, context: str, outcome: _StateOutcome,
+                 choices: Sequence[str] | None = None) -> list[ChatMessage]:
+        options = "Options:\n" + "".join(f"({chr(65 + i)}) {c}\n" for i, c in enumerate(choices)) if choices else ""
+        user = fill(prompt.user, request=request, options=options, context=context or prompt.no_memories,
+                    state_block=self._state_block(prompt, outcome),
+                    instruction=prompt.options_instruction if choices else prompt.open_instruction)
+        return [ChatMessage(role="system", content=prompt.system), ChatMessage(role="user", content=user)]
+
+    # -- entry points --
+    def answer(self, user_id: str, request: str, *, choices: Sequence[str] | None = None, generate: bool = True,
+               **overrides: Any) -> AnswerResult:
+        """The whole pipeline; ``generate=False`` stops before the answer model (explain)."""
+        cfg = self.with_config(**overrides)
+        prompt = load_answer_prompt(cfg.prompt)
+        t0 = time.perf_counter()
+        bundle = self.evidence(user_id, request, cfg)
+        outcome = self.reason(request, bundle, cfg)
+        context, ctx_tokens, included = self._context(bundle, cfg)
+        res: ChatResult | None = None
+        answer_ms = 0.0
+        if generate:
+            t1 = time.perf_counter()
+            res = self.answer_model.complete(self.messages(prompt, request, context, outcome, choices),
+                                             max_tokens=cfg.max_answer_tokens or prompt.max_tokens,
+                                             temperature=cfg.temperature)
+            answer_ms = (time.perf_counter() - t1) * 1e3
+        return self._result(user_id, request, cfg, prompt, bundle, outcome, context, ctx_tokens, included, res,
+                            answer_ms, (time.perf_counter() - t0) * 1e3)
+
+    def chat(self, user_id: str, messages: list[ChatMessage], *, max_tokens: int | None = None,
+             temperature: float | None = None, stop: list[str] | None = None, json_schema: dict[str, Any] | None = None,
+             **overrides: Any) -> tuple[ChatResult, AnswerResult]:
+        """An agent's own conversation, with the user's memory injected as a system message built from
+        the latest user turn. The client's messages are otherwise passed through unchanged."""
+        cfg = self.with_config(**overrides)
+        prompt = load_answer_prompt(cfg.prompt)
+        request = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        t0 = time.perf_counter()
+        bundle = self.evidence(user_id, request, cfg)
+        outcome = self.reason(request, bundle, cfg)
+        context, ctx_tokens, included = self._context(bundle, cfg)
+        inject = fill(prompt.inject, context=context or prompt.no_memories,
+                      state_block=self._state_block(prompt, outcome)).strip()
+        # One leading system message: some chat templates (Qwen3) reject a system message elsewhere.
+        if messages and messages[0].role == "system":
+            msgs = [ChatMessage(role="system", content=f"{messages[0].content}\n\n{inject}"), *messages[1:]]
+        else:
+            msgs = [ChatMessage(role="system", content=inject), *messages]
+        t1 = time.perf_counter()
+        res = self.answer_model.complete(msgs, max_tokens=max_tokens or cfg.max_answer_tokens or prompt.max_tokens,
+                                         temperature=cfg.temperature if temperature is None else temperature,
+                                         stop=stop, json_schema=json_schema)
+        answer_ms = (time.perf_counter() - t1) * 1e3
+        return res, self._result(user_id, request, cfg, prompt, bundle, outcome, context, ctx_tokens, included, res,
+                                 answer_ms, (time.perf_counter() - t0) * 1e3)
+
+    def _result(self, user_id: str, request: str, cfg: PipelineConfig, prompt: AnswerPrompt, bundle: EvidenceBundle,
+                outcome: _StateOutcome, context: str, ctx_tokens: int, included: set[str], res: ChatResult | None,
+                answer_ms: float, total_ms: float) -> AnswerResult:
+        t = bundle.explain.timings_ms
+        alias_of = bundle.alias_of()
+        evidence = [EvidenceView(
+            alias=it.alias, fact_id=it.fact.fact_id, statement=it.fact.statement, kind=it.fact.kind, holder=it.fact.holder,
+            validity=it.state.validity, scope=it.state.scope, concept_path=list(it.state.concept_path),
+            relations=[f"{r.type} {'->' if r.direction == 'out' else '<-'} {alias_of.get(r.other_fact_id, r.other_fact_id)}"
+                       for r in it.state.relations],
+            observed_at=it.fact.observed_at.isoformat() if it.fact.observed_at else None, seed=it.seed,
+            score=it.score, in_context=it.fact.fact_id in included) for it in bundle.items]
+        return AnswerResult(
+            user_id=user_id, request=request, answer=res.text.strip() if res else None,
+            reasoning_state=outcome.text, reasoning_state_parsed=outcome.state,
+            policy=getattr(self.policy, "name", type(self.policy).__name__), policy_fallback=outcome.fallback,
+            answer_model=getattr(self.answer_model, "name", "?"), prompt=prompt.name, prompt_version=prompt.version,
+            context=context, evidence=evidence, explain=bundle.explain,
+            ablations={"traverse": cfg.traverse, "relational_states": cfg.relational_states,
+                       "reasoning_state": cfg.reasoning_state},
+            timings_ms={"embed": t.get("embed", 0.0), "seeds": t.get("seeds", 0.0),
+                        "retrieve": t.get("embed", 0.0) + t.get("seeds", 0.0) + t.get("assemble", 0.0),
+                        "traverse": t.get("traverse", 0.0), "policy": outcome.ms, "answer": answer_ms,
+                        "total": total_ms},
+            tokens={"context": ctx_tokens, "policy_prompt": outcome.prompt_tokens,
+                    "policy_completion": outcome.completion_tokens,
+                    "answer_prompt": res.usage.prompt_tokens if res else 0,
+                    "answer_completion": res.usage.completion_tokens if res else 0},
+            finish_reason=res.finish_reason if res else None)

@@ -1,0 +1,70 @@
+"""Answer prompts as data: ``answer_<name>.yaml`` beside this file, each with a ``version``.
+
+Filling is plain placeholder replacement (not ``str.format``), so prompts and memories may contain
+braces — JSON examples, code — without breaking the template.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+PLACEHOLDERS = ("request", "options", "context", "state_block", "instruction", "reasoning_state")
+
+
+class AnswerPrompt(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(description="Short name: default, locomo, memsyco, ...")
+    version: str = Field(min_length=1, description="Bumped whenever the wording changes; reported with every answer.")
+    system: str = Field(description="System message.")
+    user: str = Field(description="User message: {request} {options} {context} {state_block} {instruction}.")
+    state_block: str = Field(description="Inserted as {state_block} when a Reasoning State exists: {reasoning_state}.")
+    no_memories: str = Field(description="Shown as {context} when nothing was retrieved.")
+    open_instruction: str = Field(description="{instruction} for open requests.")
+    options_instruction: str = Field(description="{instruction} when answer options are given.")
+    inject: str = Field(description="System message for /v1/chat/completions memory injection: {context} {state_block}.")
+    max_tokens: int = Field(default=256, ge=1, description="Default answer length cap for this benchmark.")
+
+    @model_validator(mode="after")
+    def _placeholders(self) -> AnswerPrompt:
+        for field, needed in (("user", ("{request}", "{context}", "{state_block}")),
+                              ("state_block", ("{reasoning_state}",)), ("inject", ("{context}", "{state_block}"))):
+            missing = [p for p in needed if p not in getattr(self, field)]
+            if missing:
+                raise ValueError(f"prompt {self.name!r}: field {field} lacks {', '.join(missing)}")
+        return self
+
+
+def fill(template: str, **values: str) -> str:
+    """Replace ``{name}`` for the known placeholders only; other braces are left alone.
+
+    >>> fill('{"a": 1} {request}', request="hi")
+    '{"a": 1} hi'
+    """
+    for k, v in values.items():
+        if k not in PLACEHOLDERS:
+            raise KeyError(f"unknown placeholder {k!r}")
+        template = template.replace("{" + k + "}", v)
+    return template
+
+
+def known_prompts() -> list[str]:
+    return sorted(p.name[len("answer_"):-len(".yaml")] for p in resources.files(__package__).iterdir()
+                  if p.name.startswith("answer_") and p.name.endswith(".yaml"))
+
+
+@cache
+def load_answer_prompt(name: str) -> AnswerPrompt:
+    """``name`` is a shipped prompt (``default``, ``locomo``, ``memsyco``) or a path to a YAML file."""
+    if name.endswith((".yaml", ".yml")):
+        text = Path(name).read_text()
+    else:
+        res = resources.files(__package__).joinpath(f"answer_{name}.yaml")
+        if not res.is_file():
+            raise ValueError(f"no answer prompt {name!r} (known: {', '.join(known_prompts())}, or a .yaml path)")
+        text = res.read_text()
+    return AnswerPrompt.model_validate(yaml.safe_load(text))

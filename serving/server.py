@@ -1,0 +1,63 @@
+"""``evomem serve``: build the API's dependencies from typed config and run it under uvicorn.
+
+One process owns the embedded store (LadybugDB takes a file lock), so this runs a single uvicorn
+worker; concurrency comes from the thread pool (the store serializes its own transactions). With
+Neo4j, scale out by running several of these behind a load balancer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmclients.config import ModelsConfig
+from serving.api import ApiDeps, ApiSettings, IngestFn, create_app
+from serving.pipeline import AnswerPipeline, PipelineConfig, build_models
+
+
+def default_ingest(memory: Any) -> IngestFn | None:
+    """Session ingestion through ``induction`` with its default (offline, no-LLM) configuration.
+
+    Returns None when induction is not importable, so the API still serves everything else."""
+    try:
+        from induction.pipeline import make_ingestor
+        from induction.session import parse_session
+    except ImportError:
+        return None
+    ingestor = make_ingestor(memory)
+
+    def ingest(user_id: str, session_json: dict[str, Any]) -> dict[str, Any]:
+        session = parse_session(session_json, source="http", user_id=user_id)
+        return ingestor.ingest(session).model_dump(mode="json")
+
+    return ingest
+
+
+def build_deps(settings: Any, models: ModelsConfig, pipeline: PipelineConfig, api: ApiSettings,
+               ingest: IngestFn | None | bool = True) -> ApiDeps:
+    """``settings`` is ``evomem.settings.Settings`` (store, embedder, retrieval). ``ingest``: a function,
+    None (no ingestion route), or True (induction's default ingestor)."""
+    from evomem.memory import Memory
+
+    memory = Memory.from_settings(settings)
+    try:
+        policy, answer_model = build_models(models)
+    except Exception:
+        memory.close()
+        raise
+    fn = default_ingest(memory) if ingest is True else (ingest or None)
+    return ApiDeps(memory=memory, pipeline=AnswerPipeline(memory, policy, answer_model, pipeline), settings=api,
+                   ingest=fn)
+
+
+def run_server(settings: Any, models: ModelsConfig, pipeline: PipelineConfig, api: ApiSettings, host: str, port: int,
+               log_level: str = "info") -> None:
+    import uvicorn
+
+    deps = build_deps(settings, models, pipeline, api)
+    app = create_app(deps)
+    print(f"evomem serve: http://{host}:{port}  store={settings.store.backend}  policy={deps.pipeline.policy.name}  "
+          f"answer={deps.pipeline.answer_model.name}  auth={'on' if api.require_auth else 'OFF'}", flush=True)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=log_level == "debug", workers=1)
+    finally:
+        deps.memory.close()
