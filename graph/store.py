@@ -87,3 +87,24 @@ class GraphStore(Protocol):
 
     def counts(self, user_id: str | None = None) -> dict[str, int]:
         """Node and relationship counts (for one user, or the whole store)."""
+
+    def purge_items(self, purge: PurgeSet) -> dict[str, int]:
+        """Hard-delete exactly these nodes of one user (with their relationships) in one transaction,
+        after checking the user's version like ``commit`` does, and bump the version. Returns the
+        number of nodes removed per label. What to delete is decided in shared code (induction/forget.py)."""
+
+
+@dataclass(frozen=True)
+class PurgeSet:
+    """A user-requested hard delete by id: no Edit record is written and nothing can be undone.
+
+    Ids that do not exist (or belong to another user) are ignored. Turns and sessions are named by
+    their per-user ids (``turn_id``, ``session_id``), as everywhere else in the protocol."""
+
+    user_id: str
+    expected_version: int
+    fact_ids: tuple[str, ...] = ()
+    turn_ids: tuple[str, ...] = ()
+    edit_ids: tuple[str, ...] = ()
+    concept_ids: tuple[str, ...] = ()
+    session_ids: tuple[str, ...] = ()

@@ -302,3 +302,23 @@ def test_purge_user_removes_everything(store: Any) -> None:
     assert "alice" not in store.users()
     q = "hiking"
     assert retrieve(store, "alice", q, EMB.embed([q])[0].tolist()).items == []
+
+
+def test_purged_then_recreated_user_never_sees_old_vectors(store: Any, request: pytest.FixtureRequest) -> None:
+    """A second process's cache must not serve a purged user's fact ids after the user is recreated."""
+    readers = [store]
+    if store.name == "neo4j":
+        from graph.neo4j import Neo4jStore
+
+        readers.append(Neo4jStore(request.getfixturevalue("neo4j_uri"), embedding_dim=16))  # "another process"
+    vacation_user(store, "zed")
+    emb = EMB.embed(["beach"])[0].tolist()
+    for r in readers:
+        assert r.vector_search("zed", emb, 10)  # caches warm
+    store.purge_user("zed")
+    commit(store, EditBatch(user_id="zed", edits=[CreateConcept(concept_id="zed:n", name="n"),
+                                                  attach(fact("zed", "new", "A brand new fact about beaches"), "zed:n")]))
+    for r in readers:
+        assert [fid for fid, _ in r.vector_search("zed", emb, 10)] == ["zed:new"]
+    for r in readers[1:]:
+        r.close()

@@ -114,3 +114,9 @@ COUNT_RELS_USER = "MATCH (a)-[r:{label}]->(b) WHERE a.user_id = $u RETURN count(
 COUNT_RELS_ALL = "MATCH (a)-[r:{label}]->(b) RETURN count(r)"
 DELETE_USER_NODES = "MATCH (n:{label}) WHERE n.user_id = $u DETACH DELETE n RETURN count(*)"
 REL_LABELS = ("PARENT_OF", "CONTAINS", "SUPERSEDES", "CONFLICTS_WITH", "DERIVED_FROM")
+
+# -- hard delete by id (GraphStore.purge_items) --
+PURGE_ID_PROPS = {"Fact": "fact_id", "Edit": "edit_id", "Concept": "concept_id", "Turn": "turn_id",
+                  "Session": "session_id"}
+COUNT_BY_IDS = "MATCH (n:{label}) WHERE n.user_id = $u AND n.{prop} IN $ids RETURN count(n)"
+DELETE_BY_IDS = "MATCH (n:{label}) WHERE n.user_id = $u AND n.{prop} IN $ids DETACH DELETE n"

@@ -24,7 +24,7 @@ from graph.models import Edit, Relation, Turn, as_utc
 from graph.serialize import (FACT_PROPS, concept_row, edit_row, fact_row, row_concept, row_edit, row_fact,
                              row_relation, row_turn, session_key, turn_key, turn_row)
 from graph.snapshot import ChangeSet, Snapshot, concept_path
-from graph.store import ConcurrentModification, ReadOnlyViolation, StoreError, Subgraph
+from graph.store import ConcurrentModification, PurgeSet, ReadOnlyViolation, StoreError, Subgraph
 
 
 def _blob(vec: list[float] | None) -> bytes | None:
@@ -293,4 +293,34 @@ class EmbeddedStore:
             for label in Q.REL_LABELS:
                 q = Q.COUNT_RELS_USER if user_id else Q.COUNT_RELS_ALL
                 out[label] = self._q(q.format(label=label), {"u": user_id} if user_id else {})[0][0]
+        return out
+
+    def purge_items(self, purge: PurgeSet) -> dict[str, int]:
+        u = purge.user_id
+        groups = {"Fact": purge.fact_ids, "Edit": purge.edit_ids, "Concept": purge.concept_ids,
+                  "Turn": purge.turn_ids, "Session": purge.session_ids}
+        out: dict[str, int] = {}
+        with self._lock:
+            self._q("BEGIN TRANSACTION")
+            try:
+                v = self._q(Q.GET_VERSION, {"u": u})
+                current = v[0][0] if v else 0
+                if current != purge.expected_version:
+                    raise ConcurrentModification(
+                        f"user {u!r} is at version {current}, purge was planned on {purge.expected_version}")
+                for label, ids in groups.items():
+                    p = {"u": u, "ids": list(dict.fromkeys(ids))}
+                    out[label] = 0
+                    if p["ids"]:
+                        prop = Q.PURGE_ID_PROPS[label]
+                        out[label] = self._q(Q.COUNT_BY_IDS.format(label=label, prop=prop), p)[0][0]
+                        self._q(Q.DELETE_BY_IDS.format(label=label, prop=prop), p)
+                if v:
+                    self._q(Q.SET_VERSION, {"u": u, "v": current + 1})
+                self._q("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+            finally:
+                self._index.pop(u, None)
         return out

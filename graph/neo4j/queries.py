@@ -24,8 +24,11 @@ def schema(dim: int) -> list[str]:
 
 
 # -- optimistic concurrency: taking the write lock on the user's meta node serializes commits --
-LOCK_VERSION = ("MERGE (u:UserMeta {user_id: $u}) ON CREATE SET u.version = 0 "
+# epoch: a fresh token each time a user's meta node is created, so a purged-and-recreated user (whose
+# version restarts at 0) never validates another process's cached vectors.
+LOCK_VERSION = ("MERGE (u:UserMeta {user_id: $u}) ON CREATE SET u.version = 0, u.epoch = randomUUID() "
                 "SET u.locked_at = timestamp() RETURN u.version AS v")
+CACHE_TOKEN = "MATCH (u:UserMeta {user_id: $u}) RETURN u.version AS v, u.epoch AS e"
 SET_VERSION = "MATCH (u:UserMeta {user_id: $u}) SET u.version = $v"
 GET_VERSION = "MATCH (u:UserMeta {user_id: $u}) RETURN u.version"
 
@@ -80,9 +83,9 @@ TEXT_SEARCH = ("CALL db.index.fulltext.queryNodes('fact_statement', $q) YIELD no
 EXPAND = ("MATCH (s:Fact) WHERE s.user_id = $u AND s.fact_id IN $ids "
           "OPTIONAL MATCH (s)-[:SUPERSEDES|CONFLICTS_WITH*1..{hops}]-(o:Fact) "
           "RETURN collect(DISTINCT s.fact_id) AS s, collect(DISTINCT o.fact_id) AS o")
-EMBEDDINGS = ("MATCH (u:UserMeta {user_id: $u}) WITH u.version AS v "
+EMBEDDINGS = ("MATCH (u:UserMeta {user_id: $u}) WITH u.version AS v, u.epoch AS e "
               "MATCH (f:Fact {user_id: $u}) WHERE f.embedding IS NOT NULL "
-              "RETURN v, collect(f.fact_id) AS ids, collect(f.embedding) AS embs")
+              "RETURN v, e, collect(f.fact_id) AS ids, collect(f.embedding) AS embs")
 _FETCH_TAIL = (
     "OPTIONAL MATCH (c:Concept)-[:CONTAINS]->(f) "
     "OPTIONAL MATCH p = (r:Concept)-[:PARENT_OF*0..32]->(c) WHERE NOT EXISTS { ()-[:PARENT_OF]->(r) } "
@@ -111,3 +114,11 @@ COUNT_NODES_ALL = "MATCH (n:{label}) RETURN count(n) AS n"
 COUNT_RELS_USER = "MATCH (a {{user_id: $u}})-[r:{label}]->() RETURN count(r) AS n"
 COUNT_RELS_ALL = "MATCH ()-[r:{label}]->() RETURN count(r) AS n"
 PURGE_LABEL = "MATCH (n:{label} {{user_id: $u}}) DETACH DELETE n RETURN count(*) AS n"
+
+# -- hard delete by id (GraphStore.purge_items) --
+PURGE_ID_PROPS = {"Fact": "fact_id", "Edit": "edit_id", "Concept": "concept_id", "Turn": "turn_id",
+                  "Session": "session_id"}
+# Lock without MERGE: purging an unknown user must not create its UserMeta node.
+LOCK_EXISTING_VERSION = "MATCH (u:UserMeta {user_id: $u}) SET u.locked_at = timestamp() RETURN u.version AS v"
+DELETE_BY_IDS = ("MATCH (n:{label}) WHERE n.user_id = $u AND n.{prop} IN $ids "
+                 "DETACH DELETE n RETURN count(*) AS n")

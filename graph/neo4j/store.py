@@ -21,7 +21,7 @@ from graph.neo4j import queries as Q
 from graph.serialize import (concept_row, edit_row, fact_row, row_concept, row_edit, row_fact, row_relation,
                              row_turn, session_key, turn_key, turn_row)
 from graph.snapshot import ChangeSet, Snapshot
-from graph.store import ConcurrentModification, ReadOnlyViolation, StoreError, Subgraph
+from graph.store import ConcurrentModification, PurgeSet, ReadOnlyViolation, StoreError, Subgraph
 
 
 def _escape(term: str) -> str:
@@ -58,7 +58,7 @@ class Neo4jStore:
         self._db = database
         self.embedding_dim = embedding_dim
         self.cache_users = cache_users
-        self._emb_cache: OrderedDict[str, tuple[int, list[str], np.ndarray]] = OrderedDict()
+        self._emb_cache: OrderedDict[str, tuple[tuple[int, str], list[str], np.ndarray]] = OrderedDict()
 
     # -- plumbing --
     def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
@@ -160,10 +160,10 @@ class Neo4jStore:
         Neo4j 5 Community's vector index cannot filter by user, and an exact cosine in Cypher reads
         every vector property per query; one cheap version read keeps a client-side copy exact.
         """
-        rows = self._read(Q.GET_VERSION, u=user_id)
-        version = rows[0]["u.version"] if rows else 0
+        rows = self._read(Q.CACHE_TOKEN, u=user_id)
+        token = (rows[0]["v"], rows[0]["e"]) if rows else None
         hit = self._emb_cache.get(user_id)
-        if hit is not None and hit[0] == version:
+        if hit is not None and token is not None and hit[0] == token:
             self._emb_cache.move_to_end(user_id)
             return hit[1], hit[2]
         rows = self._read(Q.EMBEDDINGS, u=user_id)
@@ -171,7 +171,7 @@ class Neo4jStore:
             return [], None
         m = np.asarray(rows[0]["embs"], dtype=np.float32)
         m /= np.linalg.norm(m, axis=1, keepdims=True) + 1e-12
-        self._emb_cache[user_id] = (rows[0]["v"], rows[0]["ids"], m)
+        self._emb_cache[user_id] = ((rows[0]["v"], rows[0]["e"]), rows[0]["ids"], m)
         while len(self._emb_cache) > self.cache_users:
             self._emb_cache.popitem(last=False)
         return rows[0]["ids"], m
@@ -240,6 +240,7 @@ class Neo4jStore:
         def work(tx: Any) -> int:
             return sum(tx.run(Q.PURGE_LABEL.format(label=label), u=user_id).single()["n"] for label in Q.NODE_LABELS)
 
+        self._emb_cache.pop(user_id, None)
         with self._driver.session(database=self._db) as s:
             return s.execute_write(work)
 
@@ -253,8 +254,36 @@ class Neo4jStore:
             out[label] = self._read(q.format(label=label), u=user_id)[0]["n"]
         return out
 
+    def purge_items(self, purge: PurgeSet) -> dict[str, int]:
+        u = purge.user_id
+        groups = {"Fact": purge.fact_ids, "Edit": purge.edit_ids, "Concept": purge.concept_ids,
+                  "Turn": purge.turn_ids, "Session": purge.session_ids}
+        with self._driver.session(database=self._db) as s:
+            tx = s.begin_transaction()
+            try:
+                row = tx.run(Q.LOCK_EXISTING_VERSION, u=u).single()
+                current = row["v"] if row else 0
+                if current != purge.expected_version:
+                    raise ConcurrentModification(
+                        f"user {u!r} is at version {current}, purge was planned on {purge.expected_version}")
+                out: dict[str, int] = {}
+                for label, ids in groups.items():
+                    ids_ = list(dict.fromkeys(ids))
+                    out[label] = 0
+                    if ids_:
+                        q = Q.DELETE_BY_IDS.format(label=label, prop=Q.PURGE_ID_PROPS[label])
+                        out[label] = tx.run(q, u=u, ids=ids_).single()["n"]
+                if row is not None:
+                    tx.run(Q.SET_VERSION, u=u, v=current + 1).consume()
+                tx.commit()
+                return out
+            finally:
+                if not tx.closed():
+                    tx.rollback()
+
     def wipe(self) -> None:
         """Delete every node (tests only)."""
+        self._emb_cache.clear()
         with self._driver.session(database=self._db) as s:  # CALL IN TRANSACTIONS needs an auto-commit tx
             s.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
 

@@ -1,0 +1,99 @@
+"""Typed configuration of the induction pipeline (one object per step, all in one ``IngestConfig``).
+
+The thresholds are cosine similarities of L2-normalized sentence embeddings (all-MiniLM-L6-v2 by
+default). They were chosen by looking at how paraphrases, restatements and topic neighbours score,
+not by fitting a benchmark; tests pin the behaviour they imply.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+class _Cfg(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SegmentConfig(_Cfg):
+    max_turns: int = Field(default=400, ge=1, description="Turns per extraction segment (the LLM sees one segment per call).")
+    max_chars: int = Field(default=24000, ge=200, description="Characters per segment; a longer session is split at turn boundaries.")
+
+
+class OfflineExtractorConfig(_Cfg):
+    skip_roles: tuple[str, ...] = Field(default=("assistant", "system", "tool"),
+                                        description="Roles whose turns never yield facts (the assistant's words are not the user's facts).")
+    min_words: int = Field(default=4, ge=1, description="Sentences shorter than this are chit-chat, not facts.")
+    max_sentence_chars: int = Field(default=400, ge=40, description="Longer sentences are cut at a clause boundary for the statement.")
+    turn_fallback: bool = Field(default=True, description="An informative turn without a first-person cue still yields its "
+                                "most informative sentence, so every informative turn is findable (recall over precision).")
+    max_facts_per_turn: int = Field(default=8, ge=1, description="Cap per turn, so one monologue cannot flood the ontology.")
+
+
+class ResolveConfig(_Cfg):
+    neighbours: int = Field(default=8, ge=1, le=100, description="Stored facts considered per candidate (vector search).")
+    min_similarity: float = Field(default=0.30, ge=-1.0, le=1.0,
+                                  description="Below this cosine a stored fact is not a candidate relation at all.")
+    duplicate_similarity: float = Field(default=0.97, ge=0.0, le=1.0,
+                                        description="Same holder and cosine at or above this = the same statement reworded.")
+
+    @model_validator(mode="after")
+    def _order(self) -> ResolveConfig:
+        if self.duplicate_similarity <= self.min_similarity:
+            raise ValueError("duplicate_similarity must be above min_similarity")
+        return self
+
+
+class RuleAdjudicatorConfig(_Cfg):
+    change_similarity: float = Field(default=0.40, ge=-1.0, le=1.0,
+                                     description="A fact with a change cue (\"no longer\", \"switched to\", \"now prefer\") "
+                                     "supersedes older current facts of the same holder at or above this cosine.")
+    same_concept_similarity: float = Field(default=0.85, ge=-1.0, le=1.0,
+                                           description="Without a cue, a newer fact in the same concept supersedes an older one "
+                                           "only at or above this cosine (a near restatement with new content).")
+    conflict_similarity: float = Field(default=0.75, ge=-1.0, le=1.0,
+                                       description="Opposite polarity (negation cue on one side only) at or above this "
+                                       "cosine, without a change cue, is recorded as CONFLICTS_WITH.")
+    max_superseded_per_fact: int = Field(default=6, ge=1, description="A change statement replaces at most this many facts.")
+    split_min_facts: int = Field(default=40, ge=4, description="A concept with more facts than this is split by fact kind.")
+    split_min_child: int = Field(default=5, ge=2, description="Each child of a SPLIT needs at least this many facts.")
+
+
+class LLMCallConfig(_Cfg):
+    max_tokens: int = Field(default=2048, ge=16, description="Completion budget of one call.")
+    temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="0 = deterministic decoding.")
+    max_branch_facts: int = Field(default=12, ge=0, description="Representative facts shown from the local ontology branch.")
+    max_branch_concepts: int = Field(default=12, ge=0, description="Concepts shown from the local ontology branch.")
+
+
+class IngestConfig(_Cfg):
+    extractor: Literal["offline", "llm"] = Field(default="offline", description="offline: deterministic rules (default); "
+                                                 "llm: a chat model with a JSON schema.")
+    adjudicator: Literal["rules", "llm"] = Field(default="rules", description="rules: deterministic; llm: one batched call.")
+    on_adjudication_error: Literal["keep_new", "rules"] = Field(
+        default="keep_new", description="When the adjudicator fails or times out: keep every fact as new (never lost), "
+        "or fall back to the deterministic rules.")
+    segment: SegmentConfig = Field(default_factory=SegmentConfig)
+    offline: OfflineExtractorConfig = Field(default_factory=OfflineExtractorConfig)
+    resolve: ResolveConfig = Field(default_factory=ResolveConfig)
+    rules: RuleAdjudicatorConfig = Field(default_factory=RuleAdjudicatorConfig)
+    llm: LLMCallConfig = Field(default_factory=LLMCallConfig)
+    evidence_min_ratio: float = Field(default=0.9, ge=0.5, le=1.0,
+                                      description="Share of the (normalized) evidence quote that must occur in its source turn.")
+    commit_retries: int = Field(default=5, ge=1, le=50, description="Re-runs of resolve→commit after a concurrent writer.")
+
+    @model_validator(mode="after")
+    def _rules_need_rules(self) -> IngestConfig:
+        if self.adjudicator == "rules" and self.on_adjudication_error == "rules":
+            # Harmless, but say what it means rather than silently accept a no-op.
+            object.__setattr__(self, "on_adjudication_error", "keep_new")
+        return self
+
+
+class ForgetConfig(_Cfg):
+    match_threshold: float = Field(default=0.55, ge=0.0, le=1.0,
+                                   description="A natural-language forget request matches a fact only at or above this cosine.")
+    ambiguity_margin: float = Field(default=0.03, ge=0.0, le=1.0,
+                                    description="If the runner-up is within this margin of the best match, refuse (ambiguous).")
+    candidates: int = Field(default=5, ge=1, le=50, description="Facts shown when a request matches nothing or is ambiguous.")

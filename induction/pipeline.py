@@ -1,0 +1,220 @@
+"""The induction pipeline: segment → extract → resolve → adjudicate → edits → validate → commit.
+
+``Ingestor.ingest(session)`` commits one whole session atomically (turns, facts with embeddings,
+concepts, relations, Edit records, DERIVED_FROM links, the session's content hash) through
+``graph.edits.apply_batch`` + ``store.commit``, or nothing at all.
+
+- Idempotent: the same session id with the same content hash is a no-op ("unchanged"); the same id
+  with different content is an ``IngestError`` (kind ``session_conflict``), never a silent overwrite.
+- Concurrency: one in-process lock per (store, user) serializes ingestions of one user, different
+  users run in parallel; across processes the store's optimistic version check raises
+  ``ConcurrentModification`` and resolve→commit re-runs on a fresh snapshot (bounded retries).
+  Extraction is not repeated on a retry: it depends on the session, not on the store.
+- Never a partial commit: an extraction failure aborts the session with a clear error; an
+  adjudication failure keeps the facts as new; invalid items are dropped and reported.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from typing import Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from graph.edits import CreateConcept, EditBatch, MergeConcepts, SplitConcept
+from graph.snapshot import Snapshot
+from graph.store import ConcurrentModification, GraphStore
+from induction.adjudicate import Adjudicator, RuleAdjudicator, adjudicate_safely, to_edits
+from induction.config import IngestConfig
+from induction.extract import ExtractionError, ExtractionResult, Extractor, OntologyBranch, RejectedItem, build_branch
+from induction.resolve import resolve
+from induction.session import Session
+from induction.validate import apply_checked, check_evidence, check_kinds
+from llmclients.embeddings import Embedder
+
+
+class MemoryLike(Protocol):
+    """What induction needs of ``evomem.memory.Memory`` (kept as a protocol: arrows point down)."""
+
+    store: GraphStore
+    embedder: Embedder
+
+
+class IngestError(RuntimeError):
+    """This session was not ingested; nothing of it was written."""
+
+    def __init__(self, session_id: str, kind: Literal["session_conflict", "turn_conflict", "extraction", "validation",
+                                                      "concurrency"], message: str):
+        super().__init__(f"session {session_id!r}: {message}")
+        self.session_id, self.kind = session_id, kind
+
+
+class IngestReport(BaseModel):
+    session_id: str
+    user_id: str
+    status: Literal["committed", "unchanged"]
+    content_hash: str
+    turns: int = 0
+    facts_extracted: int = 0
+    facts_added: int = 0
+    duplicates: int = 0
+    supersessions: int = 0
+    conflicts: int = 0
+    concepts_created: int = 0
+    concepts_merged: int = 0
+    concepts_split: int = 0
+    rejected: list[RejectedItem] = Field(default_factory=list)
+    llm_calls: int = 0
+    adjudication_fallback: str | None = None
+    commit_attempts: int = 0
+    version: int | None = None
+    fact_ids: list[str] = Field(default_factory=list)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+_LOCKS: dict[tuple[int, str], threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+def user_lock(store: GraphStore, user_id: str) -> threading.Lock:
+    """One lock per (store object, user): same-user ingestions queue, other users do not wait."""
+    with _LOCKS_GUARD:
+        return _LOCKS.setdefault((id(store), user_id), threading.Lock())
+
+
+class Ingestor:
+    def __init__(self, memory: MemoryLike, extractor: Extractor, adjudicator: Adjudicator | None = None,
+                 config: IngestConfig | None = None):
+        self.memory, self.extractor = memory, extractor
+        self.config = config or IngestConfig()
+        self.rules = RuleAdjudicator(self.config.rules)
+        self.adjudicator = adjudicator or self.rules
+        # Test seam: called with the step name just before it runs (fault injection, tracing).
+        self.hook: Callable[[str], None] = lambda step: None
+
+    def ingest(self, session: Session) -> IngestReport:
+        with user_lock(self.memory.store, session.user_id):
+            return self._ingest(session)
+
+    def _ingest(self, session: Session) -> IngestReport:
+        store, cfg = self.memory.store, self.config
+        t: dict[str, float] = {}
+        t0 = time.perf_counter()
+        digest = session.content_hash()
+        snap = store.load_snapshot(session.user_id)
+        if self._seen(snap, session, digest):
+            return IngestReport(session_id=session.session_id, user_id=session.user_id, status="unchanged",
+                                content_hash=digest, version=snap.version)
+        t["load"] = _ms(t0)
+        self.hook("extract")
+        t1 = time.perf_counter()
+        branch = None
+        if self.extractor.needs_branch:
+            branch = build_branch(snap, store, self.memory.embedder, session, cfg.llm)
+        extraction = self._extract(session, branch)
+        t["extract"] = _ms(t1)
+        turns = session.graph_turns()
+        by_turn = {tt.turn_id: tt for tt in turns}
+        grounded, ev_rejected = check_evidence(extraction.facts, by_turn, cfg.evidence_min_ratio)
+        facts = [f for f in extraction.facts if f.fact_id in set(grounded)]
+        calls = extraction.llm_calls
+        for attempt in range(1, cfg.commit_retries + 1):
+            if attempt > 1:
+                snap = store.load_snapshot(session.user_id)
+                if self._seen(snap, session, digest):  # a concurrent writer committed this very session
+                    return IngestReport(session_id=session.session_id, user_id=session.user_id, status="unchanged",
+                                        content_hash=digest, version=snap.version, llm_calls=calls)
+            self.hook("resolve")
+            t2 = time.perf_counter()
+            res = resolve(snap, store, self.memory.embedder, facts, cfg.resolve)
+            t["resolve"] = _ms(t2)
+            self.hook("adjudicate")
+            t3 = time.perf_counter()
+            adj = adjudicate_safely(self.adjudicator, res, snap, cfg.on_adjudication_error, self.rules)
+            t["adjudicate"] = _ms(t3)
+            edits = to_edits(snap, res, adj, session.session_id)
+            edits, kind_rejected = check_kinds(snap, edits)
+            batch = EditBatch(user_id=session.user_id, session_id=session.session_id, session_hash=digest,
+                              turns=turns, edits=edits)
+            self.hook("validate")
+            t4 = time.perf_counter()
+            try:
+                new_snap, cs, val_rejected, batch = apply_checked(snap, batch)
+            except ValueError as e:
+                raise IngestError(session.session_id, "validation", str(e)) from e
+            t["validate"] = _ms(t4)
+            self.hook("commit")
+            t5 = time.perf_counter()
+            try:
+                store.commit(cs)
+            except ConcurrentModification:
+                calls += adj.llm_calls
+                if attempt == cfg.commit_retries:
+                    raise IngestError(session.session_id, "concurrency",
+                                      f"user {session.user_id!r} kept changing; gave up after {attempt} attempts") from None
+                time.sleep(0.01 * attempt)
+                continue
+            t["commit"] = _ms(t5)
+            t["total"] = _ms(t0)
+            return self._report(session, digest, extraction, res, adj, cs, batch, new_snap,
+                                ev_rejected + kind_rejected + val_rejected, calls + adj.llm_calls, attempt, t)
+        raise AssertionError("unreachable")
+
+    def _seen(self, snap: Snapshot, session: Session, digest: str) -> bool:
+        prev = snap.sessions.get(session.session_id)
+        if prev is None:
+            clash = sorted({tt.turn_id for tt in session.graph_turns()} & snap.turn_ids)
+            if clash:
+                raise IngestError(session.session_id, "turn_conflict",
+                                  f"turn ids already stored for user {session.user_id!r} by another session: {clash[:5]}")
+            return False
+        if prev != digest:
+            raise IngestError(session.session_id, "session_conflict",
+                              f"already ingested for user {session.user_id!r} with different content "
+                              f"(stored hash {prev[:12]}…, this one {digest[:12]}…); use a new session id")
+        return True
+
+    def _extract(self, session: Session, branch: OntologyBranch | None) -> ExtractionResult:
+        try:
+            return self.extractor.extract(session, branch)
+        except ExtractionError as e:
+            raise IngestError(session.session_id, "extraction", f"extraction failed ({e.kind}): {e}") from e
+
+    @staticmethod
+    def _report(session: Session, digest: str, extraction: ExtractionResult, res, adj, cs, batch: EditBatch,
+                new_snap: Snapshot, rejected: list[RejectedItem], calls: int, attempts: int,
+                t: dict[str, float]) -> IngestReport:
+        ops = [e.op for e in batch.edits]
+        return IngestReport(
+            session_id=session.session_id, user_id=session.user_id, status="committed", content_hash=digest,
+            turns=len(cs.turns_create), facts_extracted=len(extraction.facts), facts_added=len(cs.facts_create),
+            duplicates=sum(1 for d in adj.decisions if d.label == "duplicate"),
+            supersessions=ops.count("SUPERSEDE"), conflicts=ops.count("CONFLICT"),
+            concepts_created=sum(1 for e in batch.edits if isinstance(e, CreateConcept)),
+            concepts_merged=sum(1 for e in batch.edits if isinstance(e, MergeConcepts)),
+            concepts_split=sum(1 for e in batch.edits if isinstance(e, SplitConcept)),
+            rejected=extraction.rejected + adj.rejected + rejected, llm_calls=calls,
+            adjudication_fallback=adj.fallback, commit_attempts=attempts, version=new_snap.version,
+            fact_ids=[f.fact_id for f in cs.facts_create], timings_ms=t)
+
+
+def _ms(t0: float) -> float:
+    return round((time.perf_counter() - t0) * 1e3, 2)
+
+
+def make_ingestor(memory: MemoryLike, config: IngestConfig | None = None, chat: object | None = None) -> Ingestor:
+    """Extractor/adjudicator from the config; ``chat`` (a ChatModel) is needed for the llm choices."""
+    from induction.adjudicate import LLMAdjudicator
+    from induction.extract import LLMExtractor
+    from induction.offline import OfflineExtractor
+
+    cfg = config or IngestConfig()
+    if (cfg.extractor == "llm" or cfg.adjudicator == "llm") and chat is None:
+        raise ValueError("the llm extractor/adjudicator needs a chat model (an OpenAI-compatible endpoint)")
+    extractor: Extractor = (LLMExtractor(chat, cfg.llm, cfg.segment) if cfg.extractor == "llm"  # type: ignore[arg-type]
+                            else OfflineExtractor(cfg.offline))
+    adjudicator: Adjudicator = (LLMAdjudicator(chat, cfg.llm) if cfg.adjudicator == "llm"  # type: ignore[arg-type]
+                                else RuleAdjudicator(cfg.rules))
+    return Ingestor(memory, extractor, adjudicator, cfg)

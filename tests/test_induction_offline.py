@@ -1,0 +1,109 @@
+"""The deterministic offline extractor: sentences, kinds, cues, times, holders, ids, evidence spans."""
+
+from __future__ import annotations
+
+import pytest
+
+from induction.offline import OfflineExtractor, change_cue, classify, sentences, topic_of
+from induction.session import Session
+from induction.validate import evidence_in_turn
+
+
+def _session(*turns: tuple[str, str], started: str | None = "2023-05-08T13:56:00", sid: str = "s1") -> Session:
+    return Session.model_validate({"session_id": sid, "user_id": "u", "started_at": started,
+                                   "turns": [{"role": r, "text": t} for r, t in turns]})
+
+
+@pytest.mark.parametrize("text, kind", [
+    ("I'm allergic to peanuts.", "constraint"),
+    ("I injured my knee skiing, the doctor said no running.", "constraint"),
+    ("I'm planning to visit Japan next spring.", "plan"),
+    ("I'm going to start pottery classes.", "plan"),
+    ("I really love hiking in the Alps.", "preference"),
+    ("Honestly I prefer beach trips now.", "preference"),
+    ("I think remote work is better for focus.", "belief"),
+    ("I went to a support group yesterday.", "event"),
+    ("I work as a nurse on night shifts.", "circumstance"),
+    ("My locker code is 4417.", "circumstance"),
+    ("I can't stand jazz.", "preference"),
+    ("I can't eat gluten.", "constraint"),
+    ("I've completely changed my mind about travel apps.", "preference"),
+])
+def test_classify(text: str, kind: str) -> None:
+    assert classify(text) == kind
+
+
+@pytest.mark.parametrize("text, cue", [
+    ("I no longer enjoy hiking.", "no longer"),
+    ("I switched to oat milk.", "switched to"),
+    ("These days I prefer the beach.", "These days"),
+    ("I used to love jazz.", "used to"),
+    ("I’m actually more curious about raga now.", "actually"),  # weak cue + preference verb
+    ("I actually went to the store.", None),  # weak cue alone marks nothing
+    ("We went camping again.", None),
+])
+def test_change_cues(text: str, cue: str | None) -> None:
+    assert change_cue(text) == cue
+
+
+def test_sentences_skip_code_and_markdown() -> None:
+    text = "Here's my plan:\n- I want to learn Rust.\n```python\nprint('I love code')\n```\nI prefer tabs. Right?"
+    got = [text[s:e] for s, e in sentences(text)]
+    assert "I want to learn Rust." in got and "I prefer tabs." in got
+    assert not any("print" in g for g in got)
+
+
+def test_topics() -> None:
+    assert topic_of("Wow, love that painting!") == "art and creativity"  # "pain" must not match "painting"
+    assert topic_of("I injured my knee") == "health"
+    assert topic_of("blah blah") == "general"
+
+
+def test_extraction_facts_times_holders_and_evidence() -> None:
+    s = _session(("Caroline", "Hey Mel! Good to see you!"),
+                 ("Melanie", "I went to a pottery class yesterday and I loved it. What about you?"),
+                 ("Caroline", "I'm planning to get a dog next month. [image: a photo of a puppy]"))
+    res = OfflineExtractor().extract(s, None)
+    by_turn: dict[str, list] = {}
+    for f in res.facts:
+        by_turn.setdefault(f.source_turn_ids[0], []).append(f)
+    assert "s1:0" not in by_turn  # greetings are not facts
+    pottery = by_turn["s1:1"][0]
+    assert pottery.holder == "Melanie" and pottery.statement.startswith("Melanie: ")
+    assert "yesterday (7 May 2023)" in pottery.statement and pottery.qualifiers["when"] == "2023-05-07"
+    assert pottery.valid_from is not None and pottery.valid_from.date().isoformat() == "2023-05-07"
+    plan = by_turn["s1:2"][0]
+    assert plan.kind == "plan" and plan.qualifiers["when"] == "2023-06" and plan.concept == ("Caroline", "pets")
+    for f in res.facts:  # every evidence span is a verbatim slice of its turn
+        turn = s.turns[f.order[0]].text
+        assert f.evidence in turn and evidence_in_turn(f.evidence, turn)
+
+
+def test_user_role_holder_and_assistant_skipped() -> None:
+    s = _session(("user", "I'm vegetarian and I no longer eat fish."), ("assistant", "I love that you are vegetarian!"),
+                 started=None)
+    facts = OfflineExtractor().extract(s, None).facts
+    assert {f.holder for f in facts} == {"user"} and all(f.source_turn_ids == ("s1:0",) for f in facts)
+    assert facts[0].kind == "constraint" and "change" in facts[0].cues and facts[0].qualifiers["change_cue"] == "no longer"
+    assert facts[0].observed_at is None  # an undated session leaves times open
+
+
+def test_ids_are_deterministic_and_session_scoped() -> None:
+    a = OfflineExtractor().extract(_session(("user", "I love hiking in the Alps.")), None).facts
+    b = OfflineExtractor().extract(_session(("user", "I love hiking in the Alps.")), None).facts
+    c = OfflineExtractor().extract(_session(("user", "I love hiking in the Alps."), sid="s2"), None).facts
+    assert [f.fact_id for f in a] == [f.fact_id for f in b] and a[0].fact_id != c[0].fact_id
+    assert a[0].fact_id.startswith("u::f::")
+
+
+def test_change_cue_carries_to_the_next_state_only() -> None:
+    s = _session(("user", "I've realized mixing genres just doesn't work for me. I want to focus on pure synth music. "
+                          "My cat is called Tom."))
+    facts = OfflineExtractor().extract(s, None).facts
+    assert ["change" in f.cues for f in facts] == [True, True, False]
+
+
+def test_informative_turn_always_yields_a_fact() -> None:
+    s = _session(("Caroline", "Counseling or mental health work, maybe?"))
+    facts = OfflineExtractor().extract(s, None).facts
+    assert len(facts) == 1 and facts[0].confidence < 0.8
