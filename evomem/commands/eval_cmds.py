@@ -5,6 +5,12 @@
     evomem eval memsyco --data /work/shared/data/memsyco-bench --limit-questions 50
     evomem eval locomo --data DIR --answers openai --answer-url http://127.0.0.1:8000/v1 --answer-model qwen3-8b
 
+Retrieval-side settings used for the LoCoMo bars (documented, not fitted per question): ``--k 50
+--baseline-k 10 --budget 600``. The 600-token budget is what bounds the context; K only has to be
+large enough to fill it (K=10 uses about 220 of the 600 tokens), and ``--baseline-k 10`` keeps the K
+baselines at the published K=10 while ``naive_rag_budget`` gets the same 600 tokens as our system.
+Seed-fusion settings (candidates, RRF k) stay at their defaults: deeper candidate lists scored worse.
+
 Each conversation is ingested session by session in time order into a fresh store (a temporary
 embedded store, or Neo4j users under a run-unique prefix that are purged afterwards unless
 ``--keep-store``); every question is asked after the sessions before it, and our system, its
@@ -204,6 +210,12 @@ def _run_dialogue(opts: EvalOptions, ing: Any, mem: Any, prefix: str, meta: dict
         run = harness.run(episodes, progress)
     finally:
         bar.close()
+    meta["policy_errors"] = harness.policy_errors
+    if harness.answers is not None:
+        meta["answer_model"] = getattr(harness.answers.chat, "name", "?")
+        meta["answer_prompt"] = cfg.answer_prompt
+        meta["judge_prompt"] = harness.answers.judge.version if harness.answers.judge else None
+        meta["judge_errors"] = harness.answers.judge.errors if harness.answers.judge else None
     users = [e.user_id for e in episodes[: cfg.limit_conversations or len(episodes)]]
     return build_report(run, opts.benchmark, meta, n_boot=opts.bootstrap), run.questions, users
 

@@ -149,12 +149,12 @@ class TurnIndex:
         if name == "naive_rag_budget":
             if budget is None:
                 raise ValueError("naive_rag_budget needs a token budget")
-            picked, used = [], 0
+            picked, used, smallest = [], 0, min(self.tokens, default=1)
             for i in self.dense_ranking(qvec):
                 if used + self.tokens[i] <= budget:
                     picked.append(i)
                     used += self.tokens[i]
-                if budget - used < min(self.tokens, default=1):
+                if budget - used < smallest:
                     break
             return self._hit(picked, t0, embed_ms)
         if name == "full_context":

@@ -131,6 +131,8 @@ class RunResult(BaseModel):
     sessions: list[SessionRecord]
     seconds: float
     episodes: int
+    judge_check: dict[str, Any] | None = Field(default=None, description="The judge graded other questions' references as "
+                                               "answers (all wrong): the share it accepted is its false-accept rate.")
 
 
 class _PrimedEmbedder:
@@ -172,6 +174,8 @@ class Harness:
         self.ingestor, self.memory = ingestor, ingestor.memory
         self.cfg = config or HarnessConfig()
         self.policy, self.answers = policy, answers
+        self.policy_errors = 0
+        self._judged: list[tuple[str, str]] = []  # (question, reference) pairs, for the judge's control check
 
     # ------------------------------------------------------------------ run
     def run(self, episodes: Sequence[Episode], progress: Progress | None = None) -> RunResult:
@@ -193,7 +197,18 @@ class Harness:
         finally:
             mem.embedder, mem.retrieval = saved_emb, saved_ret
         return RunResult(config=cfg, questions=questions, sessions=sessions, seconds=round(time.perf_counter() - t0, 2),
-                         episodes=len(episodes))
+                         episodes=len(episodes), judge_check=self._judge_check())
+
+    def _judge_check(self, n: int = 20) -> dict[str, Any] | None:
+        """A control for the judge: each question's answer is replaced by the *next* question's reference
+        (wrong by construction). A judge that accepts many of them makes judge accuracy meaningless."""
+        if self.answers is None or self.answers.judge is None or len(self._judged) < 2:
+            return None
+        pairs = self._judged[:n]
+        verdicts = [self.answers.judge.grade(q, ref, pairs[(i + 1) % len(pairs)][1]) for i, (q, ref) in enumerate(pairs)]
+        got = [v.correct for v in verdicts if v is not None]
+        return {"n": len(got), "false_accept_rate": round(sum(got) / len(got), 4) if got else None,
+                "unparsed": len(verdicts) - len(got)}
 
     def _episode(self, ep: Episode, out: list[QuestionRecord], srecs: list[SessionRecord],
                  progress: Progress | None) -> None:
@@ -310,11 +325,13 @@ class Harness:
     def _state_tokens(self, query: str, bundle: EvidenceBundle | None) -> int:
         if self.policy is None or bundle is None or not bundle.items:
             return 0
+        from llmclients.chat import ChatError
         from policy.state import StateParseError
 
         try:
             return whitespace_tokens(self.policy.state(query, bundle).render())
-        except StateParseError:
+        except (StateParseError, ChatError):  # a learned policy's bad output or a dead endpoint: no state
+            self.policy_errors += 1
             return 0
 
     # ------------------------------------------------------------------ answers (optional)
@@ -357,3 +374,5 @@ class Harness:
             if self.answers.judge is not None and ref is not None:
                 v = self.answers.judge.grade(q.question, ref, o.answer)
                 o.judge = None if v is None else v.correct
+        if ref is not None and len(self._judged) < 50 and all(ref != r for _, r in self._judged):
+            self._judged.append((q.question, ref))

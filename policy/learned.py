@@ -1,0 +1,134 @@
+"""The learned Reasoning-State policy: a causal LM (+ optional LoRA adapter) behind the ``Policy`` protocol.
+
+Two ways to run it, same prompt, same parser:
+- ``LocalLearnedPolicy``: in-process transformers model, e.g. a checkpoint written by
+  ``evomem train-policy`` (``LocalLearnedPolicy.from_checkpoint(dir)``), for CPU serving and tests.
+- ``EndpointLearnedPolicy``: any ``ChatModel`` — in production vLLM serving the base model with the
+  adapter (``vllm serve Qwen/Qwen3-4B --enable-lora --lora-modules policy=runs/qwen3-4b/final``) and the
+  client asking for model ``policy``.
+
+A checkpoint folder (``final/`` or ``checkpoint-N/``) holds the PEFT adapter (adapter_config.json +
+adapter_model.safetensors — what vLLM's ``--lora-modules`` loads), the tokenizer, and
+``evomem_policy.json`` naming the base model and the prompt version the adapter was trained with.
+For config-built tiny bases the base weights are saved next to the run (``base_model/``).
+Paper inference settings: temperature 0.3, at most 512 new tokens.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from graph.retrieval import EvidenceBundle
+from llmclients.chat import ChatModel
+from policy.prompt import as_dicts, load_prompt, policy_messages
+from policy.state import ReasoningState, parse_state
+
+META_FILE = "evomem_policy.json"
+
+
+class PolicyMeta(BaseModel):
+    """What a checkpoint needs besides its weights: the base model and the prompt it was trained with."""
+
+    model_config = ConfigDict(extra="forbid")
+    base_model: str = Field(description="Folder or hub id of the base model (absolute for local folders).")
+    base_gguf_file: str | None = Field(default=None, description="Set when the base was loaded from a GGUF file.")
+    adapter: bool = Field(default=True, description="True: the folder holds a PEFT adapter; False: full weights.")
+    prompt: str = Field(description="Prompt file name (policy/prompts).")
+    prompt_version: str = Field(description="That prompt's version string at training time.")
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    facts_budget: int | None = Field(default=None, description="Whitespace-token budget for the facts block.")
+
+
+def write_meta(folder: str | Path, meta: PolicyMeta) -> None:
+    Path(folder, META_FILE).write_text(meta.model_dump_json(indent=2))
+
+
+def read_meta(folder: str | Path) -> PolicyMeta:
+    p = Path(folder, META_FILE)
+    if not p.is_file():
+        raise FileNotFoundError(f"{folder} has no {META_FILE}: not a checkpoint written by evomem train-policy")
+    return PolicyMeta.model_validate_json(p.read_text())
+
+
+class LocalLearnedPolicy:
+    """In-process generation with a transformers model (PEFT-wrapped or merged)."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, prompt: str = "policy_v1", temperature: float = 0.3,
+                 max_new_tokens: int = 512, chat_template_kwargs: dict[str, Any] | None = None,
+                 facts_budget: int | None = None, name: str = "learned-local"):
+        self.model, self.tokenizer, self.prompt = model, tokenizer, prompt
+        self.temperature, self.max_new_tokens = temperature, max_new_tokens
+        self.chat_template_kwargs = chat_template_kwargs or {}
+        self.facts_budget = facts_budget
+        self.name = name
+
+    @classmethod
+    def from_checkpoint(cls, folder: str | Path, *, device: str = "cpu", dtype: str = "float32",
+                        **kw: Any) -> LocalLearnedPolicy:
+        """Load base + adapter from a training checkpoint (see module doc)."""
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        folder = Path(folder)
+        meta = read_meta(folder)
+        tok = AutoTokenizer.from_pretrained(str(folder))
+        tok.padding_side = "left"
+        load_kw: dict[str, Any] = {"dtype": getattr(torch, dtype)}
+        if meta.base_gguf_file:
+            load_kw["gguf_file"] = meta.base_gguf_file
+        if meta.adapter:
+            from peft import PeftModel
+
+            base = AutoModelForCausalLM.from_pretrained(meta.base_model, **load_kw)
+            model = PeftModel.from_pretrained(base, str(folder))
+        else:
+            model = AutoModelForCausalLM.from_pretrained(str(folder), **load_kw)
+        model.to(device).eval()
+        kw.setdefault("chat_template_kwargs", meta.chat_template_kwargs)
+        kw.setdefault("facts_budget", meta.facts_budget)
+        return cls(model, tok, prompt=meta.prompt, name=f"learned:{folder.name}", **kw)
+
+    def prompt_text(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None = None) -> str:
+        msgs = as_dicts(policy_messages(request, bundle, choices, prompt=self.prompt, facts_budget=self.facts_budget))
+        return self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True,
+                                                  **self.chat_template_kwargs)
+
+    def generate(self, prompts: Sequence[str], *, temperature: float | None = None,
+                 max_new_tokens: int | None = None) -> list[str]:
+        """Raw state texts for already-templated prompts (batched, left-padded)."""
+        import torch
+
+        t = self.temperature if temperature is None else temperature
+        enc = self.tokenizer(list(prompts), return_tensors="pt", padding=True, add_special_tokens=False)
+        enc = {k: v.to(self.model.device) for k, v in enc.items()}
+        sample = {"do_sample": True, "temperature": t, "top_k": 0} if t > 0 else {"do_sample": False}
+        with torch.no_grad():
+            out = self.model.generate(**enc, max_new_tokens=max_new_tokens or self.max_new_tokens,
+                                      eos_token_id=self.tokenizer.eos_token_id,
+                                      pad_token_id=self.tokenizer.pad_token_id, **sample)
+        width = enc["input_ids"].shape[1]
+        return [self.tokenizer.decode(o[width:], skip_special_tokens=True) for o in out]
+
+    def state(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None = None) -> ReasoningState:
+        text = self.generate([self.prompt_text(request, bundle, choices)])[0]
+        return parse_state(text, [it.alias for it in bundle.items])
+
+
+class EndpointLearnedPolicy:
+    """The policy through a ChatModel, e.g. vLLM serving the LoRA adapter under the name ``policy``."""
+
+    def __init__(self, chat: ChatModel, *, prompt: str = "policy_v1", temperature: float = 0.3,
+                 max_tokens: int = 512, facts_budget: int | None = None):
+        self.chat, self.prompt, self.temperature, self.max_tokens = chat, prompt, temperature, max_tokens
+        self.facts_budget = facts_budget
+        self.name = f"learned:{chat.name}:{load_prompt(prompt).version}"
+
+    def state(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None = None) -> ReasoningState:
+        msgs = policy_messages(request, bundle, choices, prompt=self.prompt, facts_budget=self.facts_budget)
+        res = self.chat.complete(msgs, max_tokens=self.max_tokens, temperature=self.temperature)
+        return parse_state(res.text, [it.alias for it in bundle.items])
