@@ -112,7 +112,6 @@ COUNT_NODES_USER = "MATCH (n:{label}) WHERE n.user_id = $u RETURN count(n)"
 COUNT_NODES_ALL = "MATCH (n:{label}) RETURN count(n)"
 COUNT_RELS_USER = "MATCH (a)-[r:{label}]->(b) WHERE a.user_id = $u RETURN count(r)"
 COUNT_RELS_ALL = "MATCH (a)-[r:{label}]->(b) RETURN count(r)"
-DELETE_USER_NODES = "MATCH (n:{label}) WHERE n.user_id = $u DETACH DELETE n RETURN count(*)"
 REL_LABELS = ("PARENT_OF", "CONTAINS", "SUPERSEDES", "CONFLICTS_WITH", "DERIVED_FROM")
 
 # -- hard delete by id (GraphStore.purge_items) --

@@ -9,7 +9,8 @@ directory (LadybugDB takes a file lock); inside it, a lock serializes transactio
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
@@ -130,24 +131,30 @@ class EmbeddedStore:
                 for a, b, at, why, res in self._q(conf_q, params)]
         return out
 
-    def commit(self, changes: ChangeSet) -> None:
-        u = changes.user_id
+    @contextmanager
+    def _versioned_tx(self, u: str, expected_version: int, what: str) -> Iterator[int | None]:
+        """One write transaction for user ``u`` that first checks the user's version; yields the stored
+        version (None if the user has no meta node yet), commits on success, rolls back on any error."""
         with self._lock:
             self._q("BEGIN TRANSACTION")
             try:
                 v = self._q(Q.GET_VERSION, {"u": u})
                 current = v[0][0] if v else 0
-                if current != changes.expected_version:
+                if current != expected_version:
                     raise ConcurrentModification(
-                        f"user {u!r} is at version {current}, batch was built on {changes.expected_version}")
-                self._write(changes)
-                self._q(Q.SET_VERSION, {"u": u, "v": changes.new_version})
+                        f"user {u!r} is at version {current}, {what} was built on {expected_version}")
+                yield v[0][0] if v else None
                 self._q("COMMIT")
             except BaseException:
                 self._rollback()
                 raise
             finally:
                 self._index.pop(u, None)
+
+    def commit(self, changes: ChangeSet) -> None:
+        with self._versioned_tx(changes.user_id, changes.expected_version, "batch"):
+            self._write(changes)
+            self._q(Q.SET_VERSION, {"u": changes.user_id, "v": changes.new_version})
 
     def _write(self, cs: ChangeSet) -> None:
         u = cs.user_id
@@ -300,27 +307,14 @@ class EmbeddedStore:
         groups = {"Fact": purge.fact_ids, "Edit": purge.edit_ids, "Concept": purge.concept_ids,
                   "Turn": purge.turn_ids, "Session": purge.session_ids}
         out: dict[str, int] = {}
-        with self._lock:
-            self._q("BEGIN TRANSACTION")
-            try:
-                v = self._q(Q.GET_VERSION, {"u": u})
-                current = v[0][0] if v else 0
-                if current != purge.expected_version:
-                    raise ConcurrentModification(
-                        f"user {u!r} is at version {current}, purge was planned on {purge.expected_version}")
-                for label, ids in groups.items():
-                    p = {"u": u, "ids": list(dict.fromkeys(ids))}
-                    out[label] = 0
-                    if p["ids"]:
-                        prop = Q.PURGE_ID_PROPS[label]
-                        out[label] = self._q(Q.COUNT_BY_IDS.format(label=label, prop=prop), p)[0][0]
-                        self._q(Q.DELETE_BY_IDS.format(label=label, prop=prop), p)
-                if v:
-                    self._q(Q.SET_VERSION, {"u": u, "v": current + 1})
-                self._q("COMMIT")
-            except BaseException:
-                self._rollback()
-                raise
-            finally:
-                self._index.pop(u, None)
+        with self._versioned_tx(u, purge.expected_version, "purge") as current:
+            for label, ids in groups.items():
+                p = {"u": u, "ids": list(dict.fromkeys(ids))}
+                out[label] = 0
+                if p["ids"]:
+                    prop = Q.PURGE_ID_PROPS[label]
+                    out[label] = self._q(Q.COUNT_BY_IDS.format(label=label, prop=prop), p)[0][0]
+                    self._q(Q.DELETE_BY_IDS.format(label=label, prop=prop), p)
+            if current is not None:  # purging an unknown user must not create its meta node
+                self._q(Q.SET_VERSION, {"u": u, "v": current + 1})
         return out
