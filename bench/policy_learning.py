@@ -4,19 +4,30 @@
     python bench/policy_learning.py --seed 1 --set max_steps=300
     python bench/policy_learning.py --out runs/policy-learning --json
 
-What runs: the demo config (a config-built tiny Llama, a format warm-up whose targets carry random
-decisions, then GRPO + LoRA; frozen answer model = policy/reader.py; synthetic update / constraint /
-scope / belief-vs-evidence / conflict / preference-use instances). Everything is judged on a held-out
-set drawn with a different seed, greedy decoding, against four references:
+What runs: the demo config — a config-built tiny Llama (2 layers, 64 wide, BPE tokenizer trained on
+the prompts), a format warm-up whose targets name one random fact with a random decision (so it knows
+the grammar and how to point, not which fact matters), then GRPO on its full weights against the
+frozen answer model ``policy/reader.py`` on synthetic preference-update and preference-vs-evidence
+conflict instances (``training_data/synthetic.py``), a validation set picking the checkpoint.
+Everything is judged on a held-out set drawn with a different seed, greedy decoding, against:
 
 - no state        the reader alone (the Score(A(q, M_q)) term of the reward);
 - rule baseline   ``policy.rule.RulePolicy`` (relational states only, no model);
-- untrained       the warmed-up model before GRPO (knows the format, decisions random);
+- untrained       the warmed-up model before GRPO (greedy: what the warm-up alone gives);
+- random states   every fact listed with uniformly random decisions (knows the format, not the task);
+- fixed position  always "F<k>: use", k the best position on the *training* set: retrieval order
+                  puts an update after what it replaces, so position alone carries some signal, and a
+                  policy that learned only where the answer tends to sit must not pass for learning;
 - oracle          the generator's answer key (an upper bound, not a policy).
 
 Prints one JSON summary (also written to ``<out>/summary.json``) with held-out reward and accuracy
 per policy, per category, the curve PNG, wall and CPU time, and ``learned``: whether the trained
-policy beats both the untrained policy and the rule baseline on held-out reward *and* accuracy.
+policy beats the untrained policy, random states, the fixed-position pointer and the rule baseline
+on held-out reward *and* accuracy. When training shuffled the facts, the trained policy, the rule
+baseline and the fixed pointer are also scored on the same held-out requests in retrieval order
+(``heldout_in_retrieval_order``), the order serving renders.
+
+Measured (2 cores, both seeds run side by side, ~8.3 min each): see docs/results/policy-learning/.
 """
 
 from __future__ import annotations
@@ -24,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import resource
 import sys
 import time
@@ -73,6 +85,20 @@ def per_category(texts: Sequence[str], insts: Sequence[Any], cfg: Any, model: An
     return out
 
 
+def _pointer(inst: Any, k: int) -> str:
+    return f"F{min(k, len(inst.aliases))}: use | evidence | high"
+
+
+def fixed_position(train: Sequence[Any], cfg: Any, model: Any, baseline: Any) -> int:
+    """The position k whose constant pointer state earns the most reward on the training instances."""
+    from policy.train import evaluate_states
+
+    def reward(k: int) -> float:
+        return float(evaluate_states([_pointer(i, k) for i in train], train, model, baseline, cfg)["reward"])
+
+    return max(range(1, 1 + max(len(i.aliases) for i in train)), key=reward)
+
+
 def _states_from(folder_or_model: Any, tokenizer: Any, insts: Sequence[Any], cfg: Any) -> list[str]:
     from policy.learned import LocalLearnedPolicy
     from policy.train import prompt_messages
@@ -97,58 +123,83 @@ def main(argv: list[str] | None = None) -> int:
     ns = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
-    from transformers import AutoModelForCausalLM
+    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from policy.config import load_config
     from policy.learned import read_meta
     from policy.rewards import BaselineCache, ReaderAnswerModel, RewardConfig
-    from policy.train import load_instances, train
+    from policy.train import evaluate_states, load_instances, train
+    from policy.warmup import random_state
 
     t0, cpu0 = time.time(), resource.getrusage(resource.RUSAGE_SELF)
     cfg = load_config(ns.config, [*ns.overrides, f"seed={ns.seed}", f"output_dir={ns.out}"])
-    _, heldout = load_instances(cfg)
+    train_set, heldout = load_instances(cfg)
     reader, cache = ReaderAnswerModel(), BaselineCache()
     # Baselines are judged without the policy's length cap: the cap constrains what the policy writes,
     # and the rule baseline's RULE lines would otherwise be penalised for their length.
     judge_cfg = cfg.model_copy(update={"reward": RewardConfig(max_state_tokens=10**6)})
     rule_name, rule_fn = _rule_policy()
+    rng = random.Random(f"random-states:{ns.seed}")
+    best_k = fixed_position(train_set, judge_cfg, reader, cache)
     results: dict[str, Any] = {
         "no_state": per_category(["" for _ in heldout], heldout, judge_cfg, reader, cache),
         "rule": per_category([rule_fn(i) for i in heldout], heldout, judge_cfg, reader, cache),
         "oracle": per_category([_gold_text(i) for i in heldout], heldout, judge_cfg, reader, cache),
+        "random_states": per_category([random_state(i.aliases, rng) for i in heldout], heldout, judge_cfg, reader,
+                                      cache),
+        "fixed_position": per_category([_pointer(i, best_k) for i in heldout], heldout, judge_cfg, reader, cache),
     }
     # "no state" texts are empty, so they fail the format gate; report the reader's own accuracy instead.
     results["no_state"]["all"]["accuracy"] = results["no_state"]["all"]["no_state_accuracy"]
     results["no_state"]["all"]["reward"] = 0.0
     for cat, vals in results["no_state"].items():
         vals["accuracy"], vals["reward"] = vals["no_state_accuracy"], 0.0
-    extra = {"rule": results["rule"]["all"], "no_state": results["no_state"]["all"], "oracle": results["oracle"]["all"]}
+    extra = {k: results[k]["all"] for k in ("rule", "no_state", "oracle", "random_states", "fixed_position")}
 
     res = train(cfg, extra_baselines=extra)
-    meta = read_meta(res.final_dir)
-    from transformers import AutoTokenizer
+    from policy.learned import LocalLearnedPolicy
 
+    torch.manual_seed(ns.seed)
+    meta = read_meta(res.final_dir)
     tok = AutoTokenizer.from_pretrained(res.final_dir)
     tok.padding_side = "left"
-    torch.manual_seed(ns.seed)
     base = AutoModelForCausalLM.from_pretrained(meta.base_model).eval()
     results["untrained"] = per_category(_states_from(base, tok, heldout, cfg), heldout, cfg, reader, cache)
-    from peft import PeftModel
+    # "trained" is the checkpoint the validation set picked (best/), reloaded from disk the way serving
+    # loads it; "final" is the last step. Neither choice looks at the held-out set.
+    trained_dir = res.best_dir or res.final_dir
+    for name, folder in (("trained", trained_dir), ("final", res.final_dir)):
+        pol = LocalLearnedPolicy.from_checkpoint(folder)
+        results[name] = per_category(_states_from(pol.model, tok, heldout, cfg), heldout, cfg, reader, cache)
 
-    trained = PeftModel.from_pretrained(base, res.final_dir).eval()
-    results["trained"] = per_category(_states_from(trained, tok, heldout, cfg), heldout, cfg, reader, cache)
+    # The same held-out requests with facts in retrieval order (what serving renders), when training
+    # shuffled them: does what was learned carry over to the order the policy meets in production?
+    retrieval_order = None
+    if cfg.data.synthetic.order != "retrieval":
+        rcfg = cfg.model_copy(update={"data": cfg.data.model_copy(update={
+            "synthetic": cfg.data.synthetic.model_copy(update={"order": "retrieval"})})})
+        _, held_r = load_instances(rcfg)
+        pol = LocalLearnedPolicy.from_checkpoint(trained_dir)
+        texts = {"trained": _states_from(pol.model, tok, held_r, cfg), "rule": [rule_fn(i) for i in held_r],
+                 "fixed_position": [_pointer(i, best_k) for i in held_r]}
+        retrieval_order = {k: {m: round(v[m], 4) for m in ("reward", "accuracy")} for k, v in
+                           ((k, evaluate_states(t, held_r, reader, cache, cfg if k == "trained" else judge_cfg))
+                            for k, t in texts.items())}
 
     cpu1 = resource.getrusage(resource.RUSAGE_SELF)
-    tr, un, ru = results["trained"]["all"], results["untrained"]["all"], results["rule"]["all"]
-    learned = (tr["reward"] > max(un["reward"], ru["reward"])) and (tr["accuracy"] > max(un["accuracy"], ru["accuracy"]))
+    tr = results["trained"]["all"]
+    rivals = ("untrained", "rule", "random_states", "fixed_position")
+    learned = all(tr[m] > max(results[r]["all"][m] for r in rivals) for m in ("reward", "accuracy"))
     summary = {
         "learned": learned, "seed": ns.seed, "eval_seed": cfg.data.eval_seed, "heldout_n": len(heldout),
-        "config": ns.config, "overrides": ns.overrides, "rule_baseline": rule_name,
+        "config": ns.config, "overrides": ns.overrides, "rule_baseline": rule_name, "fixed_position_k": best_k,
         "heldout": {k: {"reward": round(v["all"]["reward"], 4), "accuracy": round(v["all"]["accuracy"], 4),
                         "format_fail_rate": round(v["all"]["format_fail_rate"], 4)} for k, v in results.items()},
+        "heldout_in_retrieval_order": retrieval_order,
         "per_category_accuracy": {cat: {k: round(v[cat]["accuracy"], 3) for k, v in results.items() if cat in v}
                                   for cat in sorted(c for c in results["trained"] if c != "all")},
-        "plot": res.plot_path, "metrics": res.metrics_path, "adapter": res.final_dir, "steps": res.steps,
+        "plot": res.plot_path, "metrics": res.metrics_path, "checkpoint": trained_dir, "final_checkpoint": res.final_dir,
+        "best_step": res.best_step, "best_val_reward": res.best_val_reward, "steps": res.steps,
         "wall_seconds": round(time.time() - t0, 1),
         "cpu_seconds": round((cpu1.ru_utime + cpu1.ru_stime) - (cpu0.ru_utime + cpu0.ru_stime), 1),
         "threads": torch.get_num_threads(),

@@ -40,6 +40,10 @@ class DataConfig(BaseModel):
     synthetic: SyntheticConfig = Field(default_factory=SyntheticConfig, description="In-memory synthetic training set.")
     n_eval: int = Field(default=100, ge=0, description="Held-out instances evaluated during training.")
     eval_seed: int = Field(default=10_000, description="Seed of the in-memory held-out set (differs from `seed`).")
+    n_val: int = Field(default=0, ge=0, description="Validation instances (synthetic, val_seed) scored every "
+                       "eval_every steps to keep the best adapter in best/ (0 = no selection). Selection never "
+                       "looks at the held-out set, so held-out numbers of best/ stay unbiased.")
+    val_seed: int = Field(default=20_000, description="Seed of the in-memory validation set (differs from both).")
     prompt: str = Field(default="policy_v1", description="Prompt file in policy/prompts (versioned).")
     max_prompt_tokens: int = Field(default=8192, ge=64, description="Prompts over this (policy tokens) are shortened "
                                    "by dropping whole fact groups, then skipped.")
@@ -73,6 +77,12 @@ class WarmupSettings(BaseModel):
     targets: Literal["subset", "all"] = Field(
         default="subset", description="Warm-up targets: subset = 1-3 random facts in random order (teaches copying "
         "a fact's handle); all = every fact in order. Use/ignore and priority are always random.")
+    subset_max: int = Field(default=3, ge=1, description="targets=subset: name 1..subset_max facts. 1 makes the "
+                            "state a single pointer, the cleanest credit assignment for a tiny policy.")
+    decisions: Literal["random", "use"] = Field(
+        default="random", description="Warm-up decisions: random use/ignore and priority, or 'use | ... | high' for "
+        "every named fact — with targets=subset, subset_max=1 the state is then a pointer whose only free choice "
+        "is which fact applies, the choice GRPO has to learn.")
     roles: Literal["random", "descriptive"] = Field(
         default="descriptive", description="Warm-up roles: random, or copied from the relational state — what a "
         "fact *is*, never whether to use it (see policy/warmup.py).")
@@ -147,6 +157,11 @@ class TrainConfig(BaseModel):
             raise ValueError("vllm_mode=server needs vllm_server_base_url (where `trl vllm-serve` listens)")
         if self.model.source == "tiny" and self.model.tokenizer == "auto":
             raise ValueError("model.source=tiny needs model.tokenizer bpe or smollm2")
+        if len({self.seed, self.data.eval_seed, self.data.val_seed}) < 3 and not self.data.train_path:
+            raise ValueError("seed, data.eval_seed and data.val_seed must differ: held-out and validation "
+                             "instances would repeat training ones")
+        if self.data.n_val and not self.eval_every:
+            raise ValueError("data.n_val needs eval_every > 0 (validation runs at evaluation steps)")
         if self.model.source == "tiny" and self.warmup.steps == 0 and self.max_steps > 10:
             raise ValueError("a from-scratch tiny model needs warmup.steps > 0 to learn the format before GRPO")
         return self

@@ -48,6 +48,11 @@ def write_meta(folder: str | Path, meta: PolicyMeta) -> None:
     Path(folder, META_FILE).write_text(meta.model_dump_json(indent=2))
 
 
+def is_policy_checkpoint(folder: str | Path) -> bool:
+    """True for a folder written by ``evomem train-policy`` (final/, best/, checkpoint-N/)."""
+    return Path(folder, META_FILE).is_file()
+
+
 def read_meta(folder: str | Path) -> PolicyMeta:
     p = Path(folder, META_FILE)
     if not p.is_file():

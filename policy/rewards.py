@@ -105,8 +105,8 @@ class JudgeScorer:
 
     def __call__(self, prediction: str, reference: str, request: str) -> float | None:
         msgs = [ChatMessage(role="system", content=self.template.system),
-                ChatMessage(role="user", content=self.template.user.format(request=request, reference=reference,
-                                                                           answer=prediction))]
+                ChatMessage(role="user", content=self.template.user.format(
+                    request=request, reference=reference, answer=prediction))]
         try:
             res = self.chat.complete(msgs, max_tokens=self.max_tokens, temperature=0.0,
                                      json_schema=JudgeVerdict.model_json_schema())
@@ -144,7 +144,7 @@ def discloses_answer(state_text: str, reference: str, ngram: int = 8) -> bool:
     """True when the state gives the reference answer away: the whole normalised reference appears in it,
     or — for long references — any ``ngram``-word run of it does.
 
-    >>> discloses_answer("F1: use | evidence | high\\nRULE: recommend a relaxing beach holiday", "A relaxing beach holiday")
+    >>> discloses_answer("F1: use | evidence | high\\nRULE: suggest a relaxing beach holiday", "A relaxing beach holiday")
     True
     >>> discloses_answer("F1: use | current-preference | high", "A relaxing beach holiday")
     False

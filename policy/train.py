@@ -32,12 +32,13 @@ Launch lines (from the repository root):
 Outputs in ``output_dir``: ``metrics.jsonl`` (one line per logged step: reward mean/std, lift over the
 no-state baseline, format-failure and disclosure rates, KL, entropy, held-out numbers), ``metrics.png``,
 ``final/`` (LoRA adapter + tokenizer + evomem_policy.json: loadable by vLLM ``--lora-modules
-policy=<output_dir>/final`` and by ``policy.learned.LocalLearnedPolicy.from_checkpoint``).
+policy=<output_dir>/final`` and by ``policy.learned.LocalLearnedPolicy.from_checkpoint``), and with
+``data.n_val`` also ``best/``: the step whose greedy states earned the most on a validation set drawn
+with its own seed (the held-out set is reported, never used to choose).
 """
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import sys
@@ -52,6 +53,7 @@ from pydantic import BaseModel
 
 from policy.config import TrainConfig, load_config
 from policy.learned import PolicyMeta, write_meta
+from policy.metrics import MetricsWriter, plot_metrics
 from policy.prompt import as_dicts, load_prompt, policy_messages
 from policy.rewards import AnswerModel, BaselineCache, JudgeScorer, RewardBreakdown, state_reward
 from training_data.base import TrainingInstance
@@ -65,6 +67,9 @@ class TrainResult(BaseModel):
     steps: int
     train_instances: int
     heldout: dict[str, float] | None = None
+    best_dir: str | None = None
+    best_step: int | None = None
+    best_val_reward: float | None = None
     seconds: float
 
 
@@ -88,6 +93,16 @@ def load_instances(cfg: TrainConfig) -> tuple[list[TrainingInstance], list[Train
         ev = cfg.data.synthetic.model_copy(update={"n": max(cfg.data.n_eval, 1)})
         heldout = list(SyntheticSource(ev).instances(cfg.data.eval_seed))[: cfg.data.n_eval]
     return train, heldout
+
+
+def load_validation(cfg: TrainConfig) -> list[TrainingInstance]:
+    """The checkpoint-selection set: synthetic instances from ``data.val_seed`` (none when n_val is 0)."""
+    from training_data.synthetic import SyntheticSource
+
+    if not cfg.data.n_val:
+        return []
+    return list(SyntheticSource(cfg.data.synthetic.model_copy(update={"n": cfg.data.n_val})).instances(
+        cfg.data.val_seed))
 
 
 def prompt_messages(inst: TrainingInstance, cfg: TrainConfig, count_tokens: Any = None) -> list[dict[str, str]] | None:
@@ -197,74 +212,12 @@ def heldout_eval(model: Any, tokenizer: Any, instances: Sequence[TrainingInstanc
     model.eval()
     texts: list[str] = []
     for s in range(0, len(prompts), batch_size):
-        batch = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True, **cfg.chat_template_kwargs)
-                 for p in prompts[s:s + batch_size]]
+        batch = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True,
+                                               **cfg.chat_template_kwargs) for p in prompts[s:s + batch_size]]
         texts.extend(pol.generate(batch))
     if was_training:
         model.train()
     return evaluate_states(texts, instances, answer, baseline, cfg, judge)
-
-
-class MetricsWriter:
-    """Appends every log line (TRL's and ours) to metrics.jsonl; draws metrics.png at the end."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text("")
-
-    def write(self, row: dict[str, Any]) -> None:
-        with self.path.open("a") as fh:
-            fh.write(json.dumps(row, default=float) + "\n")
-
-
-def plot_metrics(metrics_path: Path, out: Path, title: str) -> Path | None:
-    """Train reward, lift, format failures, KL and held-out reward/accuracy against the step."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    rows = [json.loads(x) for x in metrics_path.read_text().splitlines() if x.strip()]
-    if not rows:
-        return None
-
-    def series(key: str) -> tuple[list[float], list[float]]:
-        pts = [(r["step"], r[key]) for r in rows if r.get(key) is not None and "step" in r]
-        return [p[0] for p in pts], [p[1] for p in pts]
-
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
-    for key, label in (("reward", "train reward"), ("state/lift", "train lift over no state"),
-                       ("heldout/reward", "held-out reward"), ("heldout/accuracy", "held-out accuracy")):
-        xs, ys = series(key)
-        if xs:
-            axes[0].plot(xs, ys, label=label, marker="o" if key.startswith("heldout") else None)
-    for key, label in (("baseline/untrained/accuracy", "untrained"), ("baseline/rule/accuracy", "rule baseline"),
-                       ("baseline/no_state/accuracy", "no state")):
-        vals = [r[key] for r in rows if r.get(key) is not None]
-        if vals:
-            axes[0].axhline(vals[-1], linestyle="--", linewidth=1, label=f"{label} acc", color=None)
-    axes[0].set_title("reward / accuracy")
-    axes[0].legend(fontsize=7)
-    for key in ("state/format_fail_rate", "state/disclosure_rate"):
-        xs, ys = series(key)
-        if xs:
-            axes[1].plot(xs, ys, label=key.split("/")[-1])
-    axes[1].set_title("gates")
-    axes[1].legend(fontsize=7)
-    for key in ("kl", "entropy"):
-        xs, ys = series(key)
-        if xs:
-            axes[2].plot(xs, ys, label=key)
-    axes[2].set_title("KL / entropy")
-    axes[2].legend(fontsize=7)
-    for ax in axes:
-        ax.set_xlabel("step")
-    fig.suptitle(title)
-    fig.tight_layout()
-    fig.savefig(out, dpi=110)
-    plt.close(fig)
-    return out
 
 
 # --- the run ------------------------------------------------------------------------------------------------
@@ -289,7 +242,9 @@ def build_policy_model(cfg: TrainConfig, data: Sequence[tuple[TrainingInstance, 
     rng = random.Random(f"corpus:{cfg.seed}")
     prompts = [p for _, p in data]
     aliases = [i.aliases for i, _ in data]
-    roles = [[descriptive_role(it) for it in i.evidence] for i, _ in data] if cfg.warmup.roles == "descriptive" else None
+    roles = None
+    if cfg.warmup.roles == "descriptive":
+        roles = [[descriptive_role(it) for it in i.evidence] for i, _ in data]
     corpus = None
     if cfg.model.tokenizer == "bpe":  # train on what the model will read and write
         corpus = [m["content"] for p in prompts for m in p] + [random_state(a, rng) for a in aliases]
@@ -301,8 +256,10 @@ def build_policy_model(cfg: TrainConfig, data: Sequence[tuple[TrainingInstance, 
         return model, tok, str(Path(cfg.model.name_or_path or smollm2_dir()).resolve())
     if cfg.warmup.steps:
         t0 = time.time()
-        losses = format_warmup(model, tok, prompts, aliases, targets=cfg.warmup.targets, roles=roles, steps=cfg.warmup.steps,
-                               lr=cfg.warmup.learning_rate, batch_size=cfg.warmup.batch_size, seed=cfg.seed)
+        losses = format_warmup(model, tok, prompts, aliases, targets=cfg.warmup.targets, roles=roles,
+                               subset_max=cfg.warmup.subset_max, decisions=cfg.warmup.decisions,
+                               steps=cfg.warmup.steps, lr=cfg.warmup.learning_rate, batch_size=cfg.warmup.batch_size,
+                               seed=cfg.seed)
         if log:
             for row in losses:
                 log.write({"phase": "warmup", **row})
@@ -310,10 +267,31 @@ def build_policy_model(cfg: TrainConfig, data: Sequence[tuple[TrainingInstance, 
     base = out / "base_model"  # config-built or warmed-up weights: the adapter's base must exist on disk
     model.save_pretrained(str(base))
     tok.save_pretrained(str(base))
+    # TRL builds the KL reference model (full fine-tuning, beta > 0) from config._name_or_path, which a
+    # config-built model leaves empty: point it at the weights just saved (the warmed-up start).
+    model.config._name_or_path = str(base.resolve())
     return model, tok, str(base.resolve())
 
 
-def make_callbacks(cfg: TrainConfig, writer: MetricsWriter, eval_fn: Any) -> list[Any]:
+class BestKeeper:
+    """Keeps the adapter with the best validation reward in ``<output_dir>/best`` (early stopping without
+    stopping: GRPO on a tiny policy can drift after its peak, and the held-out set must not pick the peak)."""
+
+    def __init__(self, folder: Path, val_fn: Any, save: Any):
+        self.folder, self.val_fn, self.save = folder, val_fn, save
+        self.best: float | None = None
+        self.step: int | None = None
+
+    def consider(self, model: Any, step: int) -> dict[str, float]:
+        res: dict[str, float] = self.val_fn(model)
+        if self.best is None or res["reward"] > self.best:
+            self.best, self.step = res["reward"], step
+            self.save(model, self.folder)
+        return res
+
+
+def make_callbacks(cfg: TrainConfig, writer: MetricsWriter, eval_fn: Any,
+                   keeper: BestKeeper | None = None) -> list[Any]:
     from transformers import TrainerCallback
 
     class _Metrics(TrainerCallback):  # type: ignore[misc]
@@ -325,7 +303,12 @@ def make_callbacks(cfg: TrainConfig, writer: MetricsWriter, eval_fn: Any) -> lis
         def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any) -> None:
             if cfg.eval_every and state.global_step % cfg.eval_every == 0 and state.is_world_process_zero:
                 res = eval_fn(model)
-                writer.write({"phase": "heldout", "step": state.global_step, **{f"heldout/{k}": v for k, v in res.items()}})
+                writer.write({"phase": "heldout", "step": state.global_step,
+                              **{f"heldout/{k}": v for k, v in res.items()}})
+                if keeper is not None:
+                    val = keeper.consider(model, state.global_step)
+                    writer.write({"phase": "validation", "step": state.global_step,
+                                  **{f"val/{k}": v for k, v in val.items()}})
 
     return [_Metrics(), _HeldOut()]
 
@@ -340,6 +323,7 @@ class Run:
     writer: MetricsWriter
     eval_fn: Any
     has_heldout: bool
+    keeper: BestKeeper | None
     base_path: str
     out: Path
     train_instances: int
@@ -387,6 +371,17 @@ def prepare(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | 
     def eval_fn(m: Any) -> dict[str, float]:
         return heldout_eval(m, tok, [i for i, _ in held], [p for _, p in held], answer, baseline, cfg, judge)
 
+    keeper = None
+    validation = load_validation(cfg)
+    if validation:
+        baseline.precompute(answer, validation, judge)
+        val = [(i, p) for i in validation if (p := prompt_messages(i, cfg, count)) is not None]
+
+        def val_fn(m: Any) -> dict[str, float]:
+            return heldout_eval(m, tok, [i for i, _ in val], [p for _, p in val], answer, baseline, cfg, judge)
+
+        keeper = BestKeeper(out / "best", val_fn, lambda m, folder: save_policy(m, tok, folder, cfg, base_path))
+
     for name, vals in (extra_baselines or {}).items():
         writer.write({"phase": "baseline", "step": 0, **{f"baseline/{name}/{k}": v for k, v in vals.items()}})
     if held:
@@ -398,9 +393,26 @@ def prepare(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | 
                                  target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
     trainer = GRPOTrainer(model=model, reward_funcs=[reward_fn], args=GRPOConfig(**cfg.grpo_args()),
                           train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=peft_config,
-                          callbacks=make_callbacks(cfg, writer, eval_fn))
+                          callbacks=make_callbacks(cfg, writer, eval_fn, keeper))
+    if keeper is not None:  # step 0 competes too: if GRPO never beats the start, best/ is the start
+        res0 = keeper.consider(trainer.model, 0)
+        writer.write({"phase": "validation", "step": 0, **{f"val/{k}": v for k, v in res0.items()}})
     return Run(cfg=cfg, trainer=trainer, tokenizer=tok, writer=writer, eval_fn=eval_fn, has_heldout=bool(held),
-               base_path=base_path, out=out, train_instances=len(rows), t_start=t_start)
+               keeper=keeper, base_path=base_path, out=out, train_instances=len(rows), t_start=t_start)
+
+
+def save_policy(model: Any, tokenizer: Any, folder: Path, cfg: TrainConfig, base_path: str) -> None:
+    """Adapter (or full weights) + tokenizer + evomem_policy.json: what vLLM and policy.learned load."""
+    model.save_pretrained(str(folder))
+    write_sidecars(folder, tokenizer, cfg, base_path)
+
+
+def write_sidecars(folder: Path, tokenizer: Any, cfg: TrainConfig, base_path: str) -> None:
+    """The tokenizer and evomem_policy.json next to saved weights."""
+    tokenizer.save_pretrained(str(folder))
+    write_meta(folder, PolicyMeta(base_model=base_path, adapter=cfg.lora.enabled, prompt=cfg.data.prompt,
+                                  prompt_version=load_prompt(cfg.data.prompt).version,
+                                  chat_template_kwargs=cfg.chat_template_kwargs))
 
 
 def finish(run: Run) -> TrainResult:
@@ -411,10 +423,7 @@ def finish(run: Run) -> TrainResult:
     heldout_final = None
     plot = None
     if trainer.accelerator.is_main_process:
-        run.tokenizer.save_pretrained(str(final))
-        write_meta(final, PolicyMeta(base_model=run.base_path, adapter=cfg.lora.enabled, prompt=cfg.data.prompt,
-                                     prompt_version=load_prompt(cfg.data.prompt).version,
-                                     chat_template_kwargs=cfg.chat_template_kwargs))
+        write_sidecars(final, run.tokenizer, cfg, run.base_path)
         if run.has_heldout:
             heldout_final = run.eval_fn(trainer.model)
             run.writer.write({"phase": "heldout", "step": trainer.state.global_step,
@@ -423,6 +432,9 @@ def finish(run: Run) -> TrainResult:
     return TrainResult(output_dir=str(run.out), final_dir=str(final), metrics_path=str(run.writer.path),
                        plot_path=str(plot) if plot else None, steps=trainer.state.global_step,
                        train_instances=run.train_instances, heldout=heldout_final,
+                       best_dir=str(run.keeper.folder) if run.keeper else None,
+                       best_step=run.keeper.step if run.keeper else None,
+                       best_val_reward=run.keeper.best if run.keeper else None,
                        seconds=time.time() - run.t_start)
 
 

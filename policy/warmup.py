@@ -1,74 +1,97 @@
 """Format warm-up: a short supervised pass that teaches a from-scratch tiny model the state *format*.
 
 A randomly initialised model emits noise, so every GRPO sample would fail the format gate and all
-group advantages would be zero. The warm-up targets are well-formed states whose **decisions are
-random**: use/ignore and priority are drawn uniformly for every line, so after the warm-up the model
-writes valid states that carry no knowledge of which fact matters — whatever held-out reward the
-policy gains afterwards is learned from the GRPO reward, and bench/policy_learning.py measures the
-warmed-up model as the "untrained" baseline to show it.
+group advantages would be zero. The warm-up targets are well-formed states that carry **no decision
+about which fact matters**: the facts they name are drawn at random, and so are use/ignore and
+priority — so whatever held-out reward the policy gains afterwards is learned from the GRPO reward,
+and bench/policy_learning.py measures the warmed-up model as the "untrained" baseline to show it.
 
-Two knobs shape the targets (``WarmupSettings``):
-- ``targets``: ``subset`` names 1-3 random facts in random order (the model learns to copy a fact's
-  handle from the prompt — a pointer GRPO can then aim), ``all`` lists every fact in order;
-- ``roles``: ``random``, or ``descriptive`` — copied from what the relational state says a fact *is*
-  (superseded -> historical, constraint -> constraint, events/beliefs/other people -> evidence, else
-  current-preference). This makes the model look a handle up in the prompt, the one skill every state
-  line needs, without teaching a decision: the reader ignores roles except ``irrelevant``, which the
-  warm-up never writes.
+Knobs (``WarmupSettings``):
+- ``targets``: ``subset`` names 1..``subset_max`` random facts in random order (the model learns to
+  copy a fact's handle from the prompt — a pointer GRPO can then aim), ``all`` lists every fact;
+- ``decisions``: ``random`` use/ignore and priority per line, or ``use`` ("use | … | high"): with
+  ``subset_max=1`` the state is then a bare pointer and *which* fact is the only free choice — the
+  cleanest credit assignment for a tiny policy, used by the CPU learning demo;
+- ``roles``: ``random``, or ``descriptive`` — copied from what the memory record says a fact *is*
+  (``descriptive_role``). This makes the model look a handle up in the prompt, the one skill every
+  state line needs, without teaching a decision: the reader ignores roles except ``irrelevant``,
+  which the warm-up never writes.
 Real pretrained policies (Qwen3-4B, SmolLM2) skip this; the prompt's instructions teach them the format.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from graph.retrieval import EvidenceItem
 from policy.state import PRIORITIES, ROLES
 
 
-def random_state(aliases: Sequence[str], rng: random.Random, roles: Sequence[str] | None = None) -> str:
-    """A well-formed state for every alias, in order: use/ignore and priority uniformly random; the role
-    random too, or the given descriptive role per alias.
+def random_state(aliases: Sequence[str], rng: random.Random, roles: Sequence[str] | None = None,
+                 decisions: str = "random") -> str:
+    """A well-formed state for every alias, in order: use/ignore and priority uniformly random (or
+    ``decisions="use"``: use, high); the role random too, or the given descriptive role per alias.
 
     >>> random_state(["F1", "F2"], random.Random(0)).count("\\n")
     1
     >>> random_state(["F1"], random.Random(0), ["historical"]).split(" | ")[1]
     'historical'
+    >>> random_state(["F2"], random.Random(0), ["evidence"], decisions="use")
+    'F2: use | evidence | high'
     """
-    return "\n".join(f"{a}: {rng.choice(('use', 'ignore'))} | {roles[k] if roles else rng.choice(ROLES)} | "
-                     f"{rng.choice(PRIORITIES)}" for k, a in enumerate(aliases))
+    lines = []
+    for k, a in enumerate(aliases):
+        role = roles[k] if roles else rng.choice(ROLES)
+        use, prio = ("use", "high") if decisions == "use" else (rng.choice(("use", "ignore")), rng.choice(PRIORITIES))
+        lines.append(f"{a}: {use} | {role} | {prio}")
+    return "\n".join(lines)
 
 
 def descriptive_role(item: EvidenceItem) -> str:
-    """What the relational state says a fact *is* — never whether to use it, and never ``irrelevant``
-    (the reader drops irrelevant facts, so that would be a decision in disguise)."""
-    if item.state.validity in ("superseded", "expired", "retracted"):
+    """What the memory record says a fact *is* — from its relational state, kind and holder — never
+    whether to use it for this request, and never ``irrelevant`` (the reader drops irrelevant facts,
+    so that would be a decision in disguise).
+
+    superseded/expired/retracted or a past experience -> historical; a constraint -> constraint;
+    an event, a circumstance or someone else's statement -> evidence; the user's own preference,
+    belief or plan -> current-preference.
+    """
+    if item.state.validity in ("superseded", "expired", "retracted") or item.fact.kind == "experience":
         return "historical"
     if item.fact.kind == "constraint":
         return "constraint"
-    if item.fact.kind in ("event", "circumstance", "belief") or item.fact.holder != "user":
+    if item.fact.kind in ("event", "circumstance") or item.fact.holder != "user":
         return "evidence"
     return "current-preference"
 
 
 def warmup_target(aliases: Sequence[str], rng: random.Random, targets: str,
-                  roles: Sequence[str] | None = None) -> str:
-    """``targets``: subset (1-3 random facts, random order) or all (every fact, in order); ``roles``:
-    descriptive role per alias, or None for random roles. Use/ignore and priority are always random."""
+                  roles: Sequence[str] | None = None, subset_max: int = 3, decisions: str = "random") -> str:
+    """``targets``: subset (1..subset_max random facts, random order) or all (every fact, in order);
+    ``roles``: descriptive role per alias, or None for random roles. Use/ignore and priority are always
+    random.
+
+    >>> warmup_target(["F1", "F2", "F3"], random.Random(1), "subset", subset_max=1).count("\\n")
+    0
+    """
     if targets == "subset":
-        k = rng.randint(1, min(3, len(aliases)))
+        k = rng.randint(1, min(subset_max, len(aliases)))
         idx = rng.sample(range(len(aliases)), k)
-        return random_state([aliases[i] for i in idx], rng, [roles[i] for i in idx] if roles else None)
-    return random_state(aliases, rng, roles)
+        return random_state([aliases[i] for i in idx], rng, [roles[i] for i in idx] if roles else None, decisions)
+    return random_state(aliases, rng, roles, decisions)
 
 
 def format_warmup(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str, str]]],
                   aliases: Sequence[Sequence[str]], *, steps: int, targets: str = "subset",
-                  roles: Sequence[Sequence[str]] | None = None, lr: float = 1e-3, batch_size: int = 8,
-                  seed: int = 0, log_every: int = 25) -> list[dict[str, float]]:
-    """Train ``model`` in place for ``steps`` batches; returns the loss log (step, loss)."""
+                  roles: Sequence[Sequence[str]] | None = None, subset_max: int = 3, decisions: str = "random",
+                  lr: float = 1e-3, batch_size: int = 8, seed: int = 0, log_every: int = 25,
+                  target_fn: Callable[[int, random.Random], str] | None = None) -> list[dict[str, float]]:
+    """Train ``model`` in place for ``steps`` batches; returns the loss log (step, loss).
+
+    ``target_fn(prompt_index, rng)`` replaces the random targets — bench/policy_probe.py uses it to
+    train on the answer key, asking whether the model can represent the skill GRPO has to find."""
     import torch
 
     rng = random.Random(f"warmup:{seed}")
@@ -84,7 +107,9 @@ def format_warmup(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str, s
         for i in idx:
             p = tokenizer.apply_chat_template(prompts[i], tokenize=False, add_generation_prompt=True)
             rows.append((tokenizer(p, add_special_tokens=False).input_ids,
-                         tokenizer(warmup_target(aliases[i], rng, targets, roles[i] if roles else None) + eos,
+                         tokenizer((target_fn(i, rng) if target_fn else
+                                    warmup_target(aliases[i], rng, targets, roles[i] if roles else None,
+                                                  subset_max, decisions)) + eos,
                                    add_special_tokens=False).input_ids))
         width = max(len(a) + len(b) for a, b in rows)
         ids = torch.full((len(rows), width), tokenizer.pad_token_id, dtype=torch.long)

@@ -19,6 +19,7 @@ from graph.render import render_context
 from graph.retrieval import EvidenceBundle, Explain
 from llmclients.chat import ChatMessage, ChatModel, ChatResult
 from llmclients.config import ModelEndpointConfig, ModelsConfig, make_chat_model
+from policy.learned import LocalLearnedPolicy, is_policy_checkpoint
 from policy.base import Policy
 from policy.rule import RulePolicy
 from policy.state import ReasoningState, StateParseError, parse_state
@@ -65,8 +66,14 @@ class ModelPolicy:
 
 
 def make_policy(cfg: ModelEndpointConfig, prompt: str = "policy_v1", max_tokens: int = 512) -> Policy:
+    """Rule baseline; a checkpoint of ``evomem train-policy`` in process (kind=local, model_path holding
+    evomem_policy.json: base + adapter, with the prompt it was trained on); or a model behind a ChatModel
+    (vLLM serving the adapter as ``policy``)."""
     if cfg.kind == "rule":
         return RulePolicy()
+    if cfg.kind == "local" and cfg.model_path and is_policy_checkpoint(cfg.model_path):
+        return LocalLearnedPolicy.from_checkpoint(cfg.model_path, device=cfg.device, temperature=0.0,
+                                                  max_new_tokens=max_tokens)
     return ModelPolicy(make_chat_model(cfg), prompt, max_tokens)
 
 

@@ -48,7 +48,8 @@ class TrainingInstance(BaseModel):
     category: Category
     user_id: str
     request: str = Field(min_length=1, description="The user's new request (what the policy and answerer see).")
-    evidence: tuple[EvidenceItem, ...] = Field(min_length=1, description="Facts with aliases F1.. and relational states.")
+    evidence: tuple[EvidenceItem, ...] = Field(min_length=1,
+                                               description="Facts with aliases F1.. and relational states.")
     reference_answer: str = Field(min_length=1)
     choices: tuple[str, ...] | None = Field(default=None, description="Answer options for choice questions.")
     scorer: ScorerId = Field(description="Task scorer: choice/exact match, token F1, or LLM judge.")
@@ -105,12 +106,15 @@ class FactSpec(BaseModel):
 
 def assemble(instance_key: str, user_id: str, specs: Sequence[FactSpec],
              relations: Sequence[tuple[Literal["SUPERSEDES", "CONFLICTS_WITH"], str, str]],
-             rng: random.Random, now: datetime = EPOCH) -> tuple[tuple[EvidenceItem, ...], dict[str, GoldUse], dict[str, str]]:
+             rng: random.Random, now: datetime = EPOCH, order: Literal["retrieval", "shuffled"] = "retrieval",
+             ) -> tuple[tuple[EvidenceItem, ...], dict[str, GoldUse], dict[str, str]]:
     """Turn fact specs + relations into evidence items the way retrieval orders them.
 
     Retrieval puts connected facts in one group, groups in seed order, and each group in time order;
-    here the group order is shuffled by ``rng`` so a fact's position never gives its role away (D.1:
-    the policy must not rely on memory count or position). Returns (items, gold by alias, alias by key).
+    here the group order is shuffled by ``rng``. Position still carries a hint — an update always comes
+    right after what it replaced — so ``order="shuffled"`` shuffles every fact (relations and states are
+    unchanged) for training a policy that must read content, not count (D.1: the policy must not rely on
+    memory count or position). Returns (items, gold by alias, alias by key).
     """
     ids = {s.key: f"{instance_key}::{s.key}" for s in specs}
     facts = {ids[s.key]: Fact(fact_id=ids[s.key], user_id=user_id, statement=s.statement, kind=s.kind,
@@ -119,16 +123,18 @@ def assemble(instance_key: str, user_id: str, specs: Sequence[FactSpec],
              for s in specs}
     rels = [Relation(type=t, src=ids[a], dst=ids[b], at=now - timedelta(days=min(_days(specs, a), _days(specs, b))))
             for t, a, b in relations]
-    order = [ids[s.key] for s in specs]
-    comp = components(order, [(r.src, r.dst) for r in rels])
+    fids = [ids[s.key] for s in specs]
+    comp = components(fids, [(r.src, r.dst) for r in rels])
     group_ids = sorted(set(comp.values()))
     rng.shuffle(group_ids)
     rank = {g: n for n, g in enumerate(group_ids)}
-    order.sort(key=lambda fid: (rank[comp[fid]], facts[fid].observed_at, fid))
+    fids.sort(key=lambda fid: (rank[comp[fid]], facts[fid].observed_at, fid))
+    if order == "shuffled":
+        rng.shuffle(fids)
     items: list[EvidenceItem] = []
     alias_by_key: dict[str, str] = {}
     key_of = {v: k for k, v in ids.items()}
-    for n, fid in enumerate(order, start=1):
+    for n, fid in enumerate(fids, start=1):
         touching = [r for r in rels if fid in (r.src, r.dst)]
         state = derive_state(facts[fid], touching, facts, ("root",), now)
         items.append(EvidenceItem(alias=f"F{n}", fact=facts[fid], state=state, seed=True, score=None,

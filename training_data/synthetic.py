@@ -19,7 +19,7 @@ import random
 from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -52,6 +52,12 @@ class SyntheticConfig(BaseModel):
     max_distractors: int = Field(default=2, ge=0, le=4, description="Unrelated genuine preferences per instance (0..max).")
     other_person: float = Field(default=0.3, ge=0, le=1,
                                 description="Probability of a same-scenario preference of another person.")
+    min_facts: int = Field(default=0, ge=0, le=8, description="Pad with unrelated genuine preferences up to this "
+                           "many facts: with a fixed count and a shuffled order every position is equally likely "
+                           "to hold the fact that matters.")
+    order: Literal["retrieval", "shuffled"] = Field(
+        default="retrieval", description="Fact order: as retrieval renders it (groups, each in time order: an "
+        "update follows what it replaced), or fully shuffled so position carries no hint.")
 
     @field_validator("categories")
     @classmethod
@@ -111,7 +117,8 @@ class SyntheticSource:
         self._add_distractors(rng, case)
         key = f"syn{seed}-{i:06d}"
         user = f"synth-user-{rng.randint(0, 999):03d}"
-        items, gold, _ = assemble(key, user, case.specs, case.relations, rng)  # type: ignore[arg-type]
+        items, gold, _ = assemble(key, user, case.specs, case.relations, rng,  # type: ignore[arg-type]
+                                  order=self.config.order)
         assert case.category in CATEGORIES
         return TrainingInstance(instance_id=f"synthetic:{seed}:{i}", source=self.name, category=case.category,
                                 user_id=user, request=case.request, evidence=items, reference_answer=case.correct,
@@ -189,8 +196,10 @@ class SyntheticSource:
         fav, best, other = rng.sample(tool["options"], 3)
         specs = [FactSpec(key="pref", statement=_fill(rng, "tool_pref", a=fav, cat=tool["cat"]), days=_old(rng),
                           gold=IGNORE_PREF),
+                 # Evidence may predate the preference: a conflict has no time order (an update does), so
+                 # "the newer fact wins" must not solve this family.
                  FactSpec(key="evidence", statement=_fill(rng, "tool_evidence", b=best, req=tool["req"]), kind="event",
-                          days=_new(rng), gold=GoldUse(use=True, role="evidence", priority="high"))]
+                          days=rng.randint(3, 400), gold=GoldUse(use=True, role="evidence", priority="high"))]
         if self._misleading_twice(rng):
             specs.append(FactSpec(key="pref2", statement=_fill(rng, "tool_repeat", a=fav), kind="experience",
                                   days=_new(rng), gold=IGNORE_PREF))
@@ -220,10 +229,15 @@ class SyntheticSource:
     def _add_distractors(self, rng: random.Random, case: _Case) -> None:
         domain = case.meta.get("domain")
         others = [d for d in sorted(templates()["domains"]) if d != domain]
-        for n in range(rng.randint(0, self.config.max_distractors)):
+
+        def unrelated(n: int) -> FactSpec:
             item = rng.choice(templates()["domains"][rng.choice(others)]["items"])
-            case.specs.append(FactSpec(key=f"distractor{n}", statement=_fill(rng, "like", p=item["phrase"]),
-                                       days=rng.randint(3, 400), gold=IGNORE_IRRELEVANT))
+            return FactSpec(key=f"distractor{n}", statement=_fill(rng, "like", p=item["phrase"]),
+                            days=rng.randint(3, 400), gold=IGNORE_IRRELEVANT)
+
+        n_extra = rng.randint(0, self.config.max_distractors)
+        for n in range(n_extra):
+            case.specs.append(unrelated(n))
         if domain and case.category != "preference-use" and rng.random() < self.config.other_person:
             # Same scenario, different person: supports one of the wrong options.
             person = rng.choice(templates()["people"])
@@ -231,3 +245,6 @@ class SyntheticSource:
             case.specs.append(FactSpec(key="other_person", holder=person["name"], days=rng.randint(3, 300),
                                        statement=_fill(rng, "other_like", rel=person["rel"], name=person["name"],
                                                        p=target["phrase"]), gold=IGNORE_IRRELEVANT))
+        while len(case.specs) < self.config.min_facts:
+            n_extra += 1
+            case.specs.append(unrelated(n_extra))
