@@ -105,3 +105,15 @@ def embedder() -> object:
     from llmclients.embeddings import HashEmbedder
 
     return HashEmbedder(16)
+
+
+@pytest.fixture
+def memory(store: object, embedder: object) -> object:
+    """A Memory over ``store`` holding the shipped example history (users maya, leo, sara)."""
+    from evomem.examples import history_batches, load_history
+    from evomem.memory import Memory
+
+    mem = Memory(store, embedder)  # type: ignore[arg-type]
+    for b in history_batches(load_history()):
+        mem.apply(b.model_copy(update={"session_hash": b.session_id}))
+    return mem

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -77,15 +78,12 @@ def test_cli_train_policy_runs_one_step(tmp_path: Path) -> None:
     assert (tmp_path / "cli" / "final" / "adapter_model.safetensors").is_file()
 
 
-def test_trained_checkpoint_plugs_into_the_serving_pipeline(tmp_path: Path) -> None:
+@pytest.mark.parametrize("store", ["embedded"], indirect=True)  # the policy is what is under test here
+def test_trained_checkpoint_plugs_into_the_serving_pipeline(tmp_path: Path, memory: Any) -> None:
     """EVOMEM_POLICY_KIND=local + EVOMEM_POLICY_PATH=<checkpoint> puts the learned policy where the rule
     baseline was; whatever the 1-step model writes is either used as the state or reported as a fallback."""
-    from evomem.examples import history_batches, load_history
-    from evomem.memory import Memory
-    from graph.embedded import EmbeddedStore
     from llmclients.chat import ChatMessage, ChatResult, Usage
     from llmclients.config import ModelsConfig
-    from llmclients.embeddings import HashEmbedder
     from policy.config import load_config
     from policy.learned import LocalLearnedPolicy
     from policy.train import train
@@ -102,15 +100,7 @@ def test_trained_checkpoint_plugs_into_the_serving_pipeline(tmp_path: Path) -> N
         def complete(self, messages: list[ChatMessage], **kw: object) -> ChatResult:
             return ChatResult(text="ok", finish_reason="stop", usage=Usage(prompt_tokens=1, completion_tokens=1))
 
-    store = EmbeddedStore(tmp_path / "store")
-    store.setup()
-    try:
-        mem = Memory(store, HashEmbedder(16))
-        for b in history_batches(load_history()):
-            mem.apply(b.model_copy(update={"session_hash": b.session_id}))
-        out = AnswerPipeline(mem, policy, Fixed()).answer("maya", "Suggest a vacation for me")
-    finally:
-        store.close()
+    out = AnswerPipeline(memory, policy, Fixed()).answer("maya", "Suggest a vacation for me")
     assert out.policy == "learned:final" and out.answer == "ok"
     assert out.reasoning_state is not None  # the learned state, or the rule baseline's after a logged fallback
     assert out.policy_fallback is None or out.policy_fallback.startswith("policy output invalid")

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from evomem.examples import history_batches, load_history
 from evomem.memory import Memory
 from llmclients.chat import ChatMessage, ChatResult, Usage
 from policy.rule import RulePolicy
@@ -29,14 +28,6 @@ class Recorder:
     def complete(self, messages: list[ChatMessage], **kw: Any) -> ChatResult:
         self.calls.append((messages, kw))
         return ChatResult(text=self.reply, finish_reason="stop", usage=Usage(prompt_tokens=100, completion_tokens=5))
-
-
-@pytest.fixture
-def memory(store: Any, embedder: Any) -> Memory:
-    mem = Memory(store, embedder)
-    for b in history_batches(load_history()):
-        mem.apply(b.model_copy(update={"session_hash": b.session_id}))
-    return mem
 
 
 def test_answer_runs_every_stage(memory: Memory) -> None:

@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
-from evomem.examples import fact_id, history_batches, load_history
+from evomem.examples import fact_id, load_history
 from evomem.memory import Memory
 from graph.edits import EditBatch, Retract
 from graph.retrieval import EvidenceBundle
 from policy.base import Policy
 from policy.rule import RulePolicy, scope_applies
 from policy.state import MAX_RULES, StateParseError, parse_state
-
-
-@pytest.fixture
-def memory(store: Any, embedder: Any) -> Memory:
-    mem = Memory(store, embedder)
-    for b in history_batches(load_history()):
-        mem.apply(b.model_copy(update={"session_hash": b.session_id}))
-    return mem
 
 
 def rows(bundle: EvidenceBundle, text: str) -> dict[str, str]:
