@@ -168,8 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     # "trained" is the checkpoint the validation set picked (best/), reloaded from disk the way serving
     # loads it; "final" is the last step. Neither choice looks at the held-out set.
     trained_dir = res.best_dir or res.final_dir
-    for name, folder in (("trained", trained_dir), ("final", res.final_dir)):
-        pol = LocalLearnedPolicy.from_checkpoint(folder)
+    pols = {name: LocalLearnedPolicy.from_checkpoint(folder) for name, folder in
+            (("trained", trained_dir), ("final", res.final_dir))}
+    for name, pol in pols.items():
         results[name] = per_category(_states_from(pol.model, tok, heldout, cfg), heldout, cfg, reader, cache)
 
     # The same held-out requests with facts in retrieval order (what serving renders), when training
@@ -179,8 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         rcfg = cfg.model_copy(update={"data": cfg.data.model_copy(update={
             "synthetic": cfg.data.synthetic.model_copy(update={"order": "retrieval"})})})
         _, held_r = load_instances(rcfg)
-        pol = LocalLearnedPolicy.from_checkpoint(trained_dir)
-        texts = {"trained": _states_from(pol.model, tok, held_r, cfg), "rule": [rule_fn(i) for i in held_r],
+        texts = {"trained": _states_from(pols["trained"].model, tok, held_r, cfg), "rule": [rule_fn(i) for i in held_r],
                  "fixed_position": [_pointer(i, best_k) for i in held_r]}
         retrieval_order = {k: {m: round(v[m], 4) for m in ("reward", "accuracy")} for k, v in
                            ((k, evaluate_states(t, held_r, reader, cache, cfg if k == "trained" else judge_cfg))

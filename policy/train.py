@@ -80,29 +80,29 @@ def read_instances(path: str | Path) -> list[TrainingInstance]:
     return [TrainingInstance.model_validate_json(line) for line in Path(path).read_text().splitlines() if line.strip()]
 
 
-def load_instances(cfg: TrainConfig) -> tuple[list[TrainingInstance], list[TrainingInstance]]:
+def synthetic_set(cfg: TrainConfig, n: int, seed: int) -> list[TrainingInstance]:
+    """``n`` instances of the configured synthetic generator drawn with ``seed``."""
     from training_data.synthetic import SyntheticSource
 
+    return list(SyntheticSource(cfg.data.synthetic.model_copy(update={"n": n})).instances(seed)) if n else []
+
+
+def load_instances(cfg: TrainConfig) -> tuple[list[TrainingInstance], list[TrainingInstance]]:
+    """(training set, held-out set): JSONL files when configured, else the synthetic generator."""
     if cfg.data.train_path:
         train = read_instances(cfg.data.train_path)
     else:
-        train = list(SyntheticSource(cfg.data.synthetic).instances(cfg.seed))
+        train = synthetic_set(cfg, cfg.data.synthetic.n, cfg.seed)
     if cfg.data.eval_path:
         heldout = read_instances(cfg.data.eval_path)[: cfg.data.n_eval]
     else:
-        ev = cfg.data.synthetic.model_copy(update={"n": max(cfg.data.n_eval, 1)})
-        heldout = list(SyntheticSource(ev).instances(cfg.data.eval_seed))[: cfg.data.n_eval]
+        heldout = synthetic_set(cfg, cfg.data.n_eval, cfg.data.eval_seed)
     return train, heldout
 
 
 def load_validation(cfg: TrainConfig) -> list[TrainingInstance]:
     """The checkpoint-selection set: synthetic instances from ``data.val_seed`` (none when n_val is 0)."""
-    from training_data.synthetic import SyntheticSource
-
-    if not cfg.data.n_val:
-        return []
-    return list(SyntheticSource(cfg.data.synthetic.model_copy(update={"n": cfg.data.n_val})).instances(
-        cfg.data.val_seed))
+    return synthetic_set(cfg, cfg.data.n_val, cfg.data.val_seed)
 
 
 def prompt_messages(inst: TrainingInstance, cfg: TrainConfig, count_tokens: Any = None) -> list[dict[str, str]] | None:
