@@ -105,7 +105,7 @@ class ModelsConfig(BaseModel):
             ctk = env.get(f"EVOMEM_{prefix}_CHAT_TEMPLATE_KWARGS")
             if ctk:
                 d["chat_template_kwargs"] = json.loads(ctk)
-            d.update(overrides.get(name) or {})
+            d.update({k: v for k, v in (overrides.get(name) or {}).items() if v is not None})  # None: not given
             d = {k: v for k, v in d.items() if v is not None}
             # A URL without a kind means "talk to that server": the common production case.
             d.setdefault("kind", "openai" if d.get("base_url") else default)

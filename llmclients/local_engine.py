@@ -258,11 +258,24 @@ class LocalChatEngine:
             torch.set_num_threads(threads)
         t0 = time.perf_counter()
         path = Path(model_dir)
-        if not (path / "config.json").is_file():
-            raise FileNotFoundError(f"{path} is not a transformers model folder (no config.json)")
+        dtype = torch.float32 if device == "cpu" else "auto"
+        if (path / "adapter_config.json").is_file():
+            # A PEFT adapter (e.g. `evomem train-policy` output): base + adapter, merged once — what vLLM
+            # serves with --lora-modules, minus the per-request adapter switching.
+            from peft import PeftModel
+
+            meta = path / "evomem_policy.json"  # a training checkpoint names its base exactly (absolute path)
+            base = json.loads((meta if meta.is_file() else path / "adapter_config.json").read_text()).get(
+                "base_model" if meta.is_file() else "base_model_name_or_path")
+            if not base or not Path(base, "config.json").is_file():
+                raise FileNotFoundError(f"{path} is an adapter whose base model {base!r} is not a local folder")
+            model = AutoModelForCausalLM.from_pretrained(base, local_files_only=True, dtype=dtype)
+            self.model = PeftModel.from_pretrained(model, str(path)).merge_and_unload()
+        elif (path / "config.json").is_file():
+            self.model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True, dtype=dtype)
+        else:
+            raise FileNotFoundError(f"{path} is not a transformers model folder (no config.json) nor an adapter")
         self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        self.model = AutoModelForCausalLM.from_pretrained(str(path), local_files_only=True,
-                                                          dtype=torch.float32 if device == "cpu" else "auto")
         self.model.to(device).eval()
         _fix_chatml_tokens(self.tokenizer, self.model)
         if self.tokenizer.chat_template is None:

@@ -269,7 +269,7 @@ def build_policy_model(cfg: TrainConfig, data: Sequence[tuple[TrainingInstance, 
     tok.save_pretrained(str(base))
     # TRL builds the KL reference model (full fine-tuning, beta > 0) from config._name_or_path, which a
     # config-built model leaves empty: point it at the weights just saved (the warmed-up start).
-    model.config._name_or_path = str(base.resolve())
+    model.config._name_or_path = model.name_or_path = str(base.resolve())  # also what PEFT records as the base
     return model, tok, str(base.resolve())
 
 

@@ -38,7 +38,8 @@ class PipelineConfig(BaseModel):
     prompt: str = Field(default="default", description="Answer prompt name (serving/prompts/answer_<name>.yaml) or path.")
     max_answer_tokens: int | None = Field(default=None, ge=1, description="Answer cap (None = the prompt's max_tokens).")
     temperature: float = Field(default=0.0, ge=0, le=2, description="Answer sampling temperature (0 = greedy).")
-    policy_prompt: str = Field(default="policy_v1", description="Prompt of a model-backed policy (policy/prompts).")
+    policy_prompt: str = Field(default="policy_v1", description="Prompt of a policy behind an endpoint (policy/prompts): "
+                               "the one it was trained with. A checkpoint loaded in process brings its own.")
     policy_max_tokens: int = Field(default=512, ge=16, description="Reasoning State cap (paper: <= 512 tokens).")
     on_policy_error: Literal["rule", "none", "raise"] = Field(
         default="rule", description="When a model policy's output does not parse: fall back to the rule baseline, "
@@ -77,13 +78,15 @@ def make_policy(cfg: ModelEndpointConfig, prompt: str = "policy_v1", max_tokens:
     return ModelPolicy(make_chat_model(cfg), prompt, max_tokens)
 
 
-def build_models(models: ModelsConfig) -> tuple[Policy, ChatModel]:
-    """(policy, answer model). Sharing one local engine when both roles name the same weights."""
+def build_models(models: ModelsConfig, pipeline: PipelineConfig | None = None) -> tuple[Policy, ChatModel]:
+    """(policy, answer model). Sharing one local engine when both roles name the same weights; a
+    model-backed policy gets the pipeline's ``policy_prompt`` and ``policy_max_tokens``."""
+    cfg = pipeline or PipelineConfig()
     answer = make_chat_model(models.answer)
     if models.policy.kind == "local" and models.policy.model_copy(update={"model": None}) == \
             models.answer.model_copy(update={"model": None}):
-        return ModelPolicy(answer), answer
-    return make_policy(models.policy), answer
+        return ModelPolicy(answer, cfg.policy_prompt, cfg.policy_max_tokens), answer
+    return make_policy(models.policy, cfg.policy_prompt, cfg.policy_max_tokens), answer
 
 
 def without_states(bundle: EvidenceBundle) -> EvidenceBundle:

@@ -40,7 +40,7 @@ def build_deps(settings: Any, models: ModelsConfig, pipeline: PipelineConfig, ap
 
     memory = Memory.from_settings(settings)
     try:
-        policy, answer_model = build_models(models)
+        policy, answer_model = build_models(models, pipeline)
     except Exception:
         memory.close()
         raise

@@ -220,6 +220,11 @@ def test_endpoint_config_validation_and_env() -> None:
     assert m.policy.kind == "rule"
     local = ModelsConfig.from_env({}, answer={"model_path": "/x", "base_url": None})
     assert local.answer.kind == "local" and local.answer.model_path == "/x"
+    # CLI options left unset arrive as None and must not wipe what the environment says
+    env = {"EVOMEM_POLICY_URL": "http://127.0.0.1:8001/v1", "EVOMEM_POLICY_MODEL": "policy"}
+    both = ModelsConfig.from_env(env, policy={"kind": None, "base_url": None, "model": None, "model_path": None})
+    assert both.policy.kind == "openai" and both.policy.base_url == env["EVOMEM_POLICY_URL"]
+    assert ModelsConfig.from_env(env, policy={"model": "other"}).policy.model == "other"  # given values win
 
 
 def test_client_config_for_vllm_differs_only_in_url_and_name(tmp_path: Path) -> None:

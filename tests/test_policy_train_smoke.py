@@ -79,20 +79,17 @@ def test_cli_train_policy_runs_one_step(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("store", ["embedded"], indirect=True)  # the policy is what is under test here
-def test_trained_checkpoint_plugs_into_the_serving_pipeline(tmp_path: Path, memory: Any) -> None:
-    """EVOMEM_POLICY_KIND=local + EVOMEM_POLICY_PATH=<checkpoint> puts the learned policy where the rule
-    baseline was; whatever the 1-step model writes is either used as the state or reported as a fallback."""
+def test_trained_checkpoint_serves_in_process_and_behind_serve_model(tmp_path: Path, memory: Any) -> None:
+    """A LoRA checkpoint replaces the rule baseline two ways: in process (EVOMEM_POLICY_KIND=local,
+    EVOMEM_POLICY_PATH) and behind `evomem serve-model` over real HTTP, as vLLM would serve it with
+    --lora-modules. Whatever the 1-step model writes is used as the state or reported as a fallback."""
     from llmclients.chat import ChatMessage, ChatResult, Usage
     from llmclients.config import ModelsConfig
     from policy.config import load_config
     from policy.learned import LocalLearnedPolicy
     from policy.train import train
-    from serving.pipeline import AnswerPipeline, make_policy
-
-    res = train(load_config("grpo-cpu-smoke", [f"output_dir={tmp_path / 'run'}", "max_steps=1", "data.n_eval=0"]))
-    models = ModelsConfig.from_env({"EVOMEM_POLICY_KIND": "local", "EVOMEM_POLICY_PATH": res.final_dir})
-    policy = make_policy(models.policy)
-    assert isinstance(policy, LocalLearnedPolicy) and policy.name == "learned:final"
+    from serving.pipeline import AnswerPipeline, ModelPolicy, PipelineConfig, build_models
+    from servers import start_model_server
 
     class Fixed:
         name = "fixed"
@@ -100,10 +97,29 @@ def test_trained_checkpoint_plugs_into_the_serving_pipeline(tmp_path: Path, memo
         def complete(self, messages: list[ChatMessage], **kw: object) -> ChatResult:
             return ChatResult(text="ok", finish_reason="stop", usage=Usage(prompt_tokens=1, completion_tokens=1))
 
-    out = AnswerPipeline(memory, policy, Fixed()).answer("maya", "Suggest a vacation for me")
-    assert out.policy == "learned:final" and out.answer == "ok"
-    assert out.reasoning_state is not None  # the learned state, or the rule baseline's after a logged fallback
-    assert out.policy_fallback is None or out.policy_fallback.startswith("policy output invalid")
+    def check(policy: Any, name: str) -> None:
+        out = AnswerPipeline(memory, policy, Fixed()).answer("maya", "Suggest a vacation for me")
+        assert out.policy == name and out.answer == "ok"
+        assert out.reasoning_state is not None  # the learned state, or the rule baseline's after a logged fallback
+        assert out.policy_fallback is None or out.policy_fallback.startswith("policy output invalid")
+
+    res = train(load_config("grpo-cpu-smoke", [f"output_dir={tmp_path / 'run'}", "max_steps=1", "data.n_eval=0"]))
+    env = {"EVOMEM_POLICY_KIND": "local", "EVOMEM_POLICY_PATH": res.final_dir}
+    local, _ = build_models(ModelsConfig.from_env(env, answer={"kind": "openai", "base_url": "http://127.0.0.1:9/v1",
+                                                               "model": "unused"}))
+    assert isinstance(local, LocalLearnedPolicy) and local.name == "learned:final"
+    check(local, "learned:final")
+
+    server = start_model_server(tmp_path, model_path=Path(res.final_dir), served_name="policy")
+    try:
+        models = ModelsConfig.from_env({"EVOMEM_POLICY_URL": f"{server.url}/v1", "EVOMEM_POLICY_MODEL": "policy"},
+                                       answer={"kind": "openai", "base_url": f"{server.url}/v1", "model": "policy"})
+        served, _ = build_models(models, PipelineConfig(policy_prompt="policy_tiny_v1"))
+        assert isinstance(served, ModelPolicy) and served.prompt == "policy_tiny_v1"
+        check(served, "model:policy")
+        assert served.last_result is not None and served.last_result.usage.prompt_tokens > 0  # it really answered
+    finally:
+        server.stop()
 
 
 def test_full_finetune_of_a_tiny_model_keeps_a_reference_and_reloads(tmp_path: Path) -> None:

@@ -55,6 +55,10 @@ class ModelOptions(CommonOptions):
     policy: Literal["rule", "openai", "local"] | None = Field(default=None, description="Policy kind (default rule).")
     policy_url: str | None = Field(default=None, description="OpenAI-compatible policy server (EVOMEM_POLICY_URL).")
     policy_model: str | None = Field(default=None, description="Served policy name, e.g. the LoRA 'policy'.")
+    policy_path: str | None = Field(default=None, description="--policy local: a checkpoint of `evomem train-policy` "
+                                    "(EVOMEM_POLICY_PATH), loaded in process with the prompt it was trained on.")
+    policy_prompt: str = Field(default="policy_v1", description="Prompt sent to a policy endpoint: the one it was "
+                               "trained with (policy/prompts, e.g. policy_tiny_v1 for the CPU demo's model).")
     prompt: str = Field(default="default", description="Answer prompt: default, locomo, memsyco "
                         "(serving/prompts/answer_<name>.yaml) or a path to a YAML file.")
     k: int = Field(default=10, ge=1, description="Seed facts.")
@@ -67,12 +71,13 @@ class ModelOptions(CommonOptions):
             "base_url": self.answer_url, "model": self.answer_model, "api_key": self.answer_api_key,
             "model_path": self.answer_model_path, "timeout_s": self.answer_timeout_s,
             "max_retries": self.answer_retries}, policy={
-            "kind": self.policy, "base_url": self.policy_url, "model": self.policy_model})
+            "kind": self.policy, "base_url": self.policy_url, "model": self.policy_model, "model_path": self.policy_path})
 
     def pipeline_config(self) -> Any:
         from serving.pipeline import PipelineConfig
 
-        return PipelineConfig(k=self.k, prompt=self.prompt, max_answer_tokens=self.max_answer_tokens)
+        return PipelineConfig(k=self.k, prompt=self.prompt, max_answer_tokens=self.max_answer_tokens,
+                              policy_prompt=self.policy_prompt)
 
 
 class ServeOptions(ModelOptions):
@@ -149,9 +154,9 @@ def cmd_answer(opts: AnswerOptions) -> int:
 
     mem = Memory.from_settings(opts.settings())
     try:
-        policy, answer_model = build_models(opts.models())
         cfg = opts.pipeline_config().model_copy(update={"traverse": opts.traverse, "relational_states": opts.states,
                                                         "reasoning_state": opts.reasoning_state})
+        policy, answer_model = build_models(opts.models(), cfg)
         res = AnswerPipeline(mem, policy, answer_model, cfg).answer(opts.user, opts.request)
     finally:
         mem.close()
