@@ -27,7 +27,7 @@ on held-out reward *and* accuracy. When training shuffled the facts, the trained
 baseline and the fixed pointer are also scored on the same held-out requests in retrieval order
 (``heldout_in_retrieval_order``), the order serving renders.
 
-Measured (2 cores, both seeds run side by side, ~8.3 min each): see docs/results/policy-learning/.
+Measured on 2 cores, seeds 0-2, 7.5-8.5 min each: see docs/results/policy-learning/ and the README.
 """
 
 from __future__ import annotations
