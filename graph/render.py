@@ -28,8 +28,8 @@ def fact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = T
     f, s = item.fact, item.state
     when = (f.observed_at or f.valid_from or f.recorded_at)
     head = f"[{item.alias}]" + (f" ({when.date().isoformat()})" if when else "") + f" {f.statement}"
-    if f.holder and f.holder != "user":
-        head += f" (about {f.holder})"
+    if f.holder and f.holder != "user" and not f.statement.startswith(f"{f.holder}:"):
+        head += f" (about {f.holder})"  # unless the statement already opens with the speaker's name
     if not with_state:
         return head
     parts = [s.validity]
