@@ -117,3 +117,30 @@ def memory(store: object, embedder: object) -> object:
     for b in history_batches(load_history()):
         mem.apply(b.model_copy(update={"session_hash": b.session_id}))
     return mem
+
+
+@pytest.fixture
+def embedded_memory(tmp_path: Path, embedder: object) -> Iterator[object]:
+    """An empty Memory over a fresh embedded store (tests that are about logic, not backends)."""
+    from evomem.memory import Memory
+    from graph.embedded import EmbeddedStore
+
+    store = EmbeddedStore(tmp_path / "store")
+    store.setup()
+    mem = Memory(store, embedder)  # type: ignore[arg-type]
+    yield mem
+    mem.close()
+
+
+@pytest.fixture
+def mem(store: object) -> object:
+    """An empty Memory over ``store`` with a wider (256-d) hashing embedder than ``embedder``: the
+    induction rules' cosine thresholds need sentences that share words to score high and unrelated
+    ones low."""
+    from evomem.memory import Memory
+    from llmclients.embeddings import HashEmbedder
+
+    cache = getattr(store, "_emb_cache", None)
+    if cache is not None:  # the shared Neo4j store outlives wipe(); versions restart at 0 per test
+        cache.clear()
+    return Memory(store, HashEmbedder(256))  # type: ignore[arg-type]

@@ -19,7 +19,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -177,11 +177,14 @@ def start_api_server(log_dir: Path, store_path: Path, answer_url: str | None, an
 class FaultServer:
     """A loopback HTTP server that answers chat completions badly, by ``mode``:
     garbage (200 + JSON that is not a completion), nonjson (200 + HTML), error500, slow (sleeps
-    ``delay_s`` then answers well), ok (a well-formed completion saying ``text``)."""
+    ``delay_s`` then answers well), ok (a well-formed completion saying ``text``, or ``reply(body)``
+    when given — a scripted model). Every request body is kept in ``requests``."""
 
-    def __init__(self, mode: str = "garbage", delay_s: float = 5.0, text: str = "fine"):
-        self.mode, self.delay_s, self.text = mode, delay_s, text
+    def __init__(self, mode: str = "garbage", delay_s: float = 5.0, text: str = "fine",
+                 reply: Callable[[dict[str, Any]], str] | None = None):
+        self.mode, self.delay_s, self.text, self.reply = mode, delay_s, text, reply
         self.hits = 0
+        self.requests: list[dict[str, Any]] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -203,8 +206,12 @@ class FaultServer:
 
             def do_POST(self) -> None:  # noqa: N802
                 n = int(self.headers.get("Content-Length") or 0)
-                self.rfile.read(n)
+                raw = self.rfile.read(n)
                 outer.hits += 1
+                try:
+                    outer.requests.append(json.loads(raw))
+                except ValueError:
+                    outer.requests.append({"raw": raw.decode(errors="replace")})
                 if outer.mode == "garbage":
                     self._send(200, json.dumps({"choices": [], "note": "not a completion"}).encode())
                 elif outer.mode == "nonjson":
@@ -215,7 +222,9 @@ class FaultServer:
                     if outer.mode == "slow":
                         time.sleep(outer.delay_s)
                     body = {"id": "x", "object": "chat.completion", "created": 0, "model": "fault",
-                            "choices": [{"index": 0, "message": {"role": "assistant", "content": outer.text},
+                            "choices": [{"index": 0, "message": {"role": "assistant", "content":
+                                                                 outer.reply(outer.requests[-1]) if outer.reply
+                                                                 else outer.text},
                                          "finish_reason": "stop"}],
                             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
                     self._send(200, json.dumps(body).encode())

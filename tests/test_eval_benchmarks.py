@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,18 +52,7 @@ def write_beam(root: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def memory(tmp_path: Path, embedder: Any) -> Iterator[Memory]:
-    from graph.embedded import EmbeddedStore
-
-    store = EmbeddedStore(tmp_path / "store")
-    store.setup()
-    mem = Memory(store, embedder)
-    yield mem
-    mem.close()
-
-
-def test_beam_episodes_and_run(tmp_path: Path, memory: Memory) -> None:
+def test_beam_episodes_and_run(tmp_path: Path, embedded_memory: Memory) -> None:
     root = write_beam(tmp_path / "beam")
     # a tier folder or the folder above it
     [ep] = beam_episodes(root / "100K")
@@ -72,7 +60,7 @@ def test_beam_episodes_and_run(tmp_path: Path, memory: Memory) -> None:
     assert ep.episode_id == "1" and ep2.episode_id == "100K/1" and len(ep.sessions) == 2
     q = {x.category: x for x in ep.questions}
     assert q["knowledge_update"].evidence_ids == ("2", "4") and not q["abstention"].scored
-    run = Harness(make_ingestor(memory), HarnessConfig(k=5, budget=200, baselines=("naive_rag", "full_context"))).run([ep])
+    run = Harness(make_ingestor(embedded_memory), HarnessConfig(k=5, budget=200, baselines=("naive_rag", "full_context"))).run([ep])
     rep = build_report(run, "beam", {}, n_boot=50)
     assert rep["n_questions"] == 3  # abstention has no evidence: counted, not scored
     assert set(rep["by_category"]) == {"information_extraction", "knowledge_update", "summarization"}
@@ -124,9 +112,9 @@ def write_memsyco(root: Path) -> Path:
     return root
 
 
-def test_memsyco_report(tmp_path: Path, memory: Memory) -> None:
+def test_memsyco_report(tmp_path: Path, embedded_memory: Memory) -> None:
     root = write_memsyco(tmp_path / "ms")
-    rep = memsyco_report(root, make_ingestor(memory), k=10, threshold=0.3)
+    rep = memsyco_report(root, make_ingestor(embedded_memory), k=10, threshold=0.3)
     for key in ("current_hit", "outdated_leak", "order", "n_rows", "baselines", "tasks", "ci"):
         assert key in rep, key
     assert rep["n_rows"] == 2
@@ -138,15 +126,15 @@ def test_memsyco_report(tmp_path: Path, memory: Memory) -> None:
     assert t["gold_retrieved"] in (0.0, 1.0) and t["marked"] <= t["gold_retrieved"]
     assert "valid_memory_selection" in markdown(rep)
     with pytest.raises(SessionFormatError, match="none of"):
-        memsyco_report(tmp_path, make_ingestor(memory))
+        memsyco_report(tmp_path, make_ingestor(embedded_memory))
 
 
-def test_memsyco_malformed_row(tmp_path: Path, memory: Memory) -> None:
+def test_memsyco_malformed_row(tmp_path: Path, embedded_memory: Memory) -> None:
     root = write_memsyco(tmp_path / "ms")
     f = root / "contextual_scope_control.jsonl"
     row = json.loads(f.read_text())
     del row["question"]
     f.write_text(f.read_text() + json.dumps(row) + "\n")
     with pytest.raises(SessionFormatError) as e:
-        memsyco_report(root, make_ingestor(memory), tasks=["contextual_scope_control"])
+        memsyco_report(root, make_ingestor(embedded_memory), tasks=["contextual_scope_control"])
     assert str(f) in str(e.value) and "record 1" in str(e.value) and "question" in str(e.value)

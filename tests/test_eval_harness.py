@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -89,20 +88,9 @@ def write_slice(folder: Path, data: Any = None) -> Path:
     return p
 
 
-@pytest.fixture
-def memory(tmp_path: Path, embedder: Any) -> Iterator[Memory]:
-    from graph.embedded import EmbeddedStore
-
-    store = EmbeddedStore(tmp_path / "store")
-    store.setup()
-    mem = Memory(store, embedder)
-    yield mem
-    mem.close()
-
-
-def run_slice(memory: Memory, tmp_path: Path, **cfg: Any) -> Any:
+def run_slice(embedded_memory: Memory, tmp_path: Path, **cfg: Any) -> Any:
     eps = locomo_episodes(write_slice(tmp_path / "data"))
-    h = Harness(make_ingestor(memory), HarnessConfig(**cfg))
+    h = Harness(make_ingestor(embedded_memory), HarnessConfig(**cfg))
     return h.run(eps)
 
 
@@ -118,8 +106,8 @@ def test_slice_loads_with_evidence_bookkeeping(tmp_path: Path) -> None:
     assert malformed_pieces(("D8:6; D9:17", "D30:05", "D:11:26")) == ()
 
 
-def test_two_session_slice_metrics_by_hand(memory: Memory, tmp_path: Path) -> None:
-    run = run_slice(memory, tmp_path, k=1, budget=None, baselines=("naive_rag", "full_context", "bm25", "rrf"))
+def test_two_session_slice_metrics_by_hand(embedded_memory: Memory, tmp_path: Path) -> None:
+    run = run_slice(embedded_memory, tmp_path, k=1, budget=None, baselines=("naive_rag", "full_context", "bm25", "rrf"))
     rep = build_report(run, "locomo", {"store": "embedded"}, n_boot=200)
     by = {q.qid: q for q in run.questions}
 
@@ -167,12 +155,12 @@ def test_two_session_slice_metrics_by_hand(memory: Memory, tmp_path: Path) -> No
     assert rep["complete_retrieval_rate"] <= rep["coverage"] <= rep["hit_rate"]
 
 
-def test_our_tokens_and_hits_are_those_of_the_rendered_context(memory: Memory, tmp_path: Path) -> None:
-    run = run_slice(memory, tmp_path, k=3, budget=60, baselines=())
+def test_our_tokens_and_hits_are_those_of_the_rendered_context(embedded_memory: Memory, tmp_path: Path) -> None:
+    run = run_slice(embedded_memory, tmp_path, k=3, budget=60, baselines=())
     assert {s.status for s in run.sessions} == {"committed"} and len(run.sessions) == 2
     q = next(r for r in run.questions if r.qid == "conv-26#0")
     # Re-render what the harness rendered: same tokens, same recovered turns.
-    bundle = memory.retrieve("conv-26", REC_D1_3, k=3)
+    bundle = embedded_memory.retrieve("conv-26", REC_D1_3, k=3)
     ctx = render_context(bundle, 60)
     assert q.outcomes["evomem"].tokens == ctx.tokens <= 60
     turns = {t for i in ctx.included for t in bundle.by_id()[i].fact.source_turn_ids}
@@ -183,7 +171,7 @@ def test_our_tokens_and_hits_are_those_of_the_rendered_context(memory: Memory, t
     assert q.gold_with_fact == 1
 
 
-def test_no_future_leakage(memory: Memory, embedder: Any) -> None:
+def test_no_future_leakage(embedded_memory: Memory, embedder: Any) -> None:
     """A question placed after session 1 cannot see session 2, for our system or the baselines."""
     s1 = Session(session_id="a1", user_id="u", turns=[{"role": "user", "text": "I adopted a cat named Mochi last week.",
                                                        "turn_id": "t1"}], started_at="2024-01-01T10:00:00")
@@ -194,15 +182,15 @@ def test_no_future_leakage(memory: Memory, embedder: Any) -> None:
     # sessions given out of order: the harness ingests them in time order
     ep = Episode(episode_id="e", user_id="u", sessions=(s2, s1), questions=qs)
     assert [s.session_id for s in time_ordered(ep.sessions)] == ["a1", "a2"]
-    run = Harness(make_ingestor(memory), HarnessConfig(k=5, budget=None, baselines=("full_context",))).run([ep])
+    run = Harness(make_ingestor(embedded_memory), HarnessConfig(k=5, budget=None, baselines=("full_context",))).run([ep])
     early, late = run.questions
     assert early.gold == ["t1"] and early.unresolved == ["t2"]
     assert early.outcomes["full_context"].items == 1 and early.outcomes["full_context"].n_hit == 1
     assert late.gold == ["t1", "t2"] and late.outcomes["full_context"].items == 2
 
 
-def test_report_files(memory: Memory, tmp_path: Path) -> None:
-    run = run_slice(memory, tmp_path, k=2, budget=80)
+def test_report_files(embedded_memory: Memory, tmp_path: Path) -> None:
+    run = run_slice(embedded_memory, tmp_path, k=2, budget=80)
     rep = build_report(run, "locomo", {"store": "embedded", "extractor": "offline", "embedder": "hash"}, n_boot=50)
     for key in ("hit_rate", "coverage", "complete_retrieval_rate", "context_tokens_mean", "retrieval_p50_ms",
                 "retrieval_p95_ms", "n_questions", "ingest_ms_per_session", "baselines", "ablations", "by_category",
@@ -239,11 +227,11 @@ REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "locomo" / "loc
 
 
 @pytest.mark.skipif(not REAL.is_file(), reason="the shared LoCoMo dev file is not beside the repository")
-def test_real_file_two_session_slice(memory: Memory) -> None:
+def test_real_file_two_session_slice(embedded_memory: Memory) -> None:
     """The real file with limits: conv-26, first two sessions; evidence elsewhere counts as unresolved."""
     raw = json.loads(REAL.read_text())[0]
     in_slice = [q for q in raw["qa"] if q["category"] != 5 and any(e.strip().startswith(("D1:", "D2:")) for e in q["evidence"])]
-    run = Harness(make_ingestor(memory), HarnessConfig(k=5, budget=200, limit_conversations=1, limit_sessions=2,
+    run = Harness(make_ingestor(embedded_memory), HarnessConfig(k=5, budget=200, limit_conversations=1, limit_sessions=2,
                                                        baselines=("naive_rag",), ablations=False)).run(locomo_episodes(REAL))
     assert len(run.sessions) == 2 and run.episodes == 1
     scored = [q for q in run.questions if q.scored]

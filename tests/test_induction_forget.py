@@ -4,11 +4,11 @@ test — purged text can no longer come out of retrieval, explain, read-only Cyp
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from evomem.memory import Memory
 from graph.edits import check_invariants
 from graph.render import render_context
 from graph.retrieval import retrieve
@@ -17,23 +17,14 @@ from induction.history import fact_history
 from induction.offline import OfflineExtractor
 from induction.pipeline import Ingestor
 from induction.session import Session
-from llmclients.embeddings import HashEmbedder
 
 CANARY = "ZX-CANARY-4417"
 
 
-@dataclass
-class Mem:
-    store: Any
-    embedder: Any
-
-
 @pytest.fixture
-def mem(store: Any) -> Mem:
-    cache = getattr(store, "_emb_cache", None)
-    if cache is not None:  # the shared Neo4j store outlives wipe(); versions restart per test
-        cache.clear()
-    m = Mem(store, HashEmbedder(256))
+def mem(mem: Memory) -> Memory:
+    """conftest's empty Memory, holding two sessions of maya's with a canary in both."""
+    m = mem
     ing = Ingestor(m, OfflineExtractor())
     for sid, at, texts in (
         ("s1", "2025-08-10T18:00:00Z", ["I really enjoy hiking in the mountains on weekends.", "Nice!",
@@ -47,7 +38,7 @@ def mem(store: Any) -> Mem:
     return m
 
 
-def _q(m: Mem, text: str) -> list[float]:
+def _q(m: Memory, text: str) -> list[float]:
     return m.embedder.embed([text])[0].tolist()
 
 
@@ -57,7 +48,7 @@ def test_request_text() -> None:
     assert request_text("I moved to Oslo") == "I moved to Oslo"
 
 
-def test_retract_by_request_leaves_a_tombstone(mem: Mem) -> None:
+def test_retract_by_request_leaves_a_tombstone(mem: Memory) -> None:
     snap = mem.store.load_snapshot("maya")
     rep = retract(mem, "maya", request="forget that I really enjoy hiking in the mountains on weekends")
     (r,) = rep.retracted
@@ -73,7 +64,7 @@ def test_retract_by_request_leaves_a_tombstone(mem: Mem) -> None:
         retract(mem, "maya", fact_id=r.fact_id)
 
 
-def test_retract_refuses_weak_or_unknown_matches(mem: Mem) -> None:
+def test_retract_refuses_weak_or_unknown_matches(mem: Memory) -> None:
     with pytest.raises(ForgetError, match="no fact matches") as e:
         retract(mem, "maya", request="forget my favourite football team")
     assert e.value.candidates  # the closest facts are shown, nothing retracted
@@ -84,7 +75,7 @@ def test_retract_refuses_weak_or_unknown_matches(mem: Mem) -> None:
         retract(mem, "maya")
 
 
-def _dump_all(m: Mem, user: str) -> str:
+def _dump_all(m: Memory, user: str) -> str:
     """Every way the text could come back out: retrieval + explain, Cypher, turns, edits, history, snapshot."""
     parts: list[Any] = []
     for q in (CANARY, "gym locker code", "vegetarian hiking"):
@@ -102,7 +93,7 @@ def _dump_all(m: Mem, user: str) -> str:
     return json.dumps(parts, default=str)
 
 
-def test_purge_turns_canary(mem: Mem) -> None:
+def test_purge_turns_canary(mem: Memory) -> None:
     # Retract one canary fact first, with a reason quoting the canary: the edit must go too.
     hit = next(f for f in mem.store.load_snapshot("maya").facts.values() if CANARY in f.statement)
     retract(mem, "maya", fact_id=hit.fact_id, reason=f"user asked to forget {CANARY}")
@@ -120,14 +111,14 @@ def test_purge_turns_canary(mem: Mem) -> None:
     assert again.status == "committed"  # the user's memory keeps working after a purge
 
 
-def test_purge_whole_session_removes_its_session_record(mem: Mem) -> None:
+def test_purge_whole_session_removes_its_session_record(mem: Memory) -> None:
     rep = purge_turns(mem, "maya", ["s2:0", "s2:1"])
     assert rep.deleted["Session"] == 1
     snap = mem.store.load_snapshot("maya")
     assert set(snap.sessions) == {"s1"} and not snap.relations
 
 
-def test_purge_plan_is_pure_and_spares_shared_concepts(mem: Mem) -> None:
+def test_purge_plan_is_pure_and_spares_shared_concepts(mem: Memory) -> None:
     snap = mem.store.load_snapshot("maya")
     turns = {t.turn_id: t.session_id for t in mem.store.turns("maya", sorted(snap.turn_ids))}
     plan = plan_purge_turns(snap, ["s1:0"], turns)
@@ -137,7 +128,7 @@ def test_purge_plan_is_pure_and_spares_shared_concepts(mem: Mem) -> None:
     assert mem.store.load_snapshot("maya").version == snap.version  # planning wrote nothing
 
 
-def test_purge_user(mem: Mem) -> None:
+def test_purge_user(mem: Memory) -> None:
     rep = purge(mem, "maya")
     assert rep.deleted["nodes"] > 0
     assert "maya" not in mem.store.users() and all(v == 0 for v in mem.store.counts("maya").values())

@@ -10,7 +10,6 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 import pytest
 from servers import ServerProcess, shared_tiny_model, start_model_server
 
+from evomem.memory import Memory
 from graph.embedded import EmbeddedStore
 from induction.config import IngestConfig, LLMCallConfig
 from induction.pipeline import IngestError, make_ingestor
@@ -77,17 +77,11 @@ class ScriptedServer:
         self.httpd.server_close()
 
 
-@dataclass
-class Mem:
-    store: Any
-    embedder: Any
-
-
 @pytest.fixture
-def mem(tmp_path: Path) -> Iterator[Mem]:
+def mem(tmp_path: Path) -> Iterator[Memory]:
     s = EmbeddedStore(tmp_path / "store")
     s.setup()
-    yield Mem(s, HashEmbedder(256))
+    yield Memory(s, HashEmbedder(256))
     s.close()
 
 
@@ -115,7 +109,7 @@ E2 = _fact("s2", "No longer enjoys hiking in the mountains on weekends",
 CFG = IngestConfig(extractor="llm", adjudicator="llm", llm=LLMCallConfig(max_tokens=512))
 
 
-def test_llm_path_two_calls_per_session_over_http(mem: Mem) -> None:
+def test_llm_path_two_calls_per_session_over_http(mem: Memory) -> None:
     srv = ScriptedServer([E1, E2, {"labels": [{"fact": "N1", "label": "supersedes", "targets": ["E1"],
                                                "reason": "no longer enjoys it"}]}])
     try:
@@ -139,7 +133,7 @@ def test_llm_path_two_calls_per_session_over_http(mem: Mem) -> None:
     ("I'm sorry, I can't help with that.", "refusal"),
     (("status", 400), "http"),
 ])
-def test_extraction_failures_are_clear_and_write_nothing(mem: Mem, reply: Any, kind: str) -> None:
+def test_extraction_failures_are_clear_and_write_nothing(mem: Memory, reply: Any, kind: str) -> None:
     srv = ScriptedServer([reply])
     try:
         with pytest.raises(IngestError) as e:
@@ -150,7 +144,7 @@ def test_extraction_failures_are_clear_and_write_nothing(mem: Mem, reply: Any, k
     assert mem.store.users() == []
 
 
-def test_extraction_timeout_is_a_session_error(mem: Mem) -> None:
+def test_extraction_timeout_is_a_session_error(mem: Memory) -> None:
     srv = ScriptedServer([("sleep", 2.0, E1)])
     try:
         t0 = time.perf_counter()
@@ -163,7 +157,7 @@ def test_extraction_timeout_is_a_session_error(mem: Mem) -> None:
 
 @pytest.mark.parametrize("adj_reply", [("sleep", 2.0, {"labels": []}), "not json at all",
                                        {"labels": [{"fact": "N1", "label": "explode"}]}, ("status", 503)])
-def test_adjudication_failure_keeps_facts_as_new(mem: Mem, adj_reply: Any) -> None:
+def test_adjudication_failure_keeps_facts_as_new(mem: Memory, adj_reply: Any) -> None:
     srv = ScriptedServer([E1, E2, adj_reply])
     try:
         ing = make_ingestor(mem, CFG, _client(srv.url, timeout_s=0.5))
@@ -185,7 +179,7 @@ def tiny_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProc
 
 
 @pytest.mark.slow
-def test_against_the_project_model_server(mem: Mem, tiny_server: ServerProcess) -> None:
+def test_against_the_project_model_server(mem: Memory, tiny_server: ServerProcess) -> None:
     """A real transformers-backed server: the tiny random model writes garbage JSON, which must end as
     one clear per-session error after exactly one extraction call, with nothing written."""
     client = OpenAIChatClient(ModelEndpointConfig(kind="openai", base_url=tiny_server.url + "/v1", model="tiny",

@@ -4,12 +4,12 @@ hand-written update dialogues with the real MiniLM embedder."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from evomem.memory import Memory
 from graph.embedded import EmbeddedStore
 from induction.memsyco_eval import MemsycoEvalConfig, evaluate_memsyco
 from induction.offline import OfflineExtractor
@@ -17,12 +17,6 @@ from induction.pipeline import Ingestor
 from llmclients.embeddings import HashEmbedder
 
 DATA = Path("/work/shared/data/memsyco-bench")
-
-
-@dataclass
-class Mem:
-    store: Any
-    embedder: Any
 
 
 def _row(rid: str, turns: list[str], question: str, current: str, outdated: str) -> dict[str, Any]:
@@ -48,10 +42,10 @@ ROWS = [
 ]
 
 
-def _mem(tmp_path: Path, embedder: Any) -> Mem:
+def _mem(tmp_path: Path, embedder: Any) -> Memory:
     s = EmbeddedStore(tmp_path / "store")
     s.setup()
-    return Mem(s, embedder)
+    return Memory(s, embedder)
 
 
 def test_report_fields_on_the_dev_rows(tmp_path: Path) -> None:

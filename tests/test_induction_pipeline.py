@@ -6,11 +6,11 @@ from __future__ import annotations
 import json
 import threading
 import time
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from evomem.memory import Memory
 from graph.edits import AttachFact, EditBatch, apply_batch
 from graph.models import Fact
 from graph.retrieval import retrieve
@@ -22,23 +22,6 @@ from induction.offline import OfflineExtractor
 from induction.pipeline import IngestError, Ingestor
 from induction.session import Session
 from llmclients.chat import ChatError, ChatResult
-from llmclients.embeddings import HashEmbedder
-
-
-@dataclass
-class Mem:
-    store: Any
-    embedder: Any
-
-
-@pytest.fixture
-def mem(store: Any) -> Mem:
-    # Wider hashing than the shared fixture: the rules' cosine thresholds need sentences that share
-    # words to score high and unrelated ones low.
-    cache = getattr(store, "_emb_cache", None)
-    if cache is not None:  # the shared Neo4j store outlives wipe(); versions restart at 0 per test
-        cache.clear()
-    return Mem(store, HashEmbedder(256))
 
 
 def sess(sid: str, *texts: str, user: str = "maya", at: str | None = "2025-08-10T18:00:00Z",
@@ -73,7 +56,7 @@ class ScriptedChat:
 
 
 # ---------------------------------------------------------------- commit, idempotence, conflicts
-def test_ingest_commits_turns_facts_edits_and_provenance(mem: Mem) -> None:
+def test_ingest_commits_turns_facts_edits_and_provenance(mem: Memory) -> None:
     s = sess("s1", "I really enjoy hiking in the mountains. I am vegetarian.", "Cool, noted!")
     rep = Ingestor(mem, OfflineExtractor()).ingest(s)
     c = counts(mem.store, "maya")
@@ -88,7 +71,7 @@ def test_ingest_commits_turns_facts_edits_and_provenance(mem: Mem) -> None:
     assert hits and hits[0][0] in snap.facts  # embeddings were stored with the facts
 
 
-def test_reingest_is_a_no_op_and_changed_content_is_refused(mem: Mem) -> None:
+def test_reingest_is_a_no_op_and_changed_content_is_refused(mem: Memory) -> None:
     ing = Ingestor(mem, OfflineExtractor())
     s = sess("s1", "I really enjoy hiking in the mountains.")
     ing.ingest(s)
@@ -107,7 +90,7 @@ def test_reingest_is_a_no_op_and_changed_content_is_refused(mem: Mem) -> None:
     assert counts(mem.store, "maya") == before
 
 
-def test_change_cue_supersedes_and_retrieval_marks_it(mem: Mem) -> None:
+def test_change_cue_supersedes_and_retrieval_marks_it(mem: Memory) -> None:
     ing = Ingestor(mem, OfflineExtractor())
     ing.ingest(sess("s1", "I really enjoy hiking in the mountains on weekends."))
     rep = ing.ingest(sess("s2", "These days I no longer enjoy hiking in the mountains on weekends.",
@@ -122,7 +105,7 @@ def test_change_cue_supersedes_and_retrieval_marks_it(mem: Mem) -> None:
     assert val == {"s1": "superseded", "s2": "current"}
 
 
-def test_duplicates_are_not_stored_twice(mem: Mem) -> None:
+def test_duplicates_are_not_stored_twice(mem: Memory) -> None:
     ing = Ingestor(mem, OfflineExtractor())
     ing.ingest(sess("s1", "I am allergic to peanuts."))
     rep = ing.ingest(sess("s2", "I am allergic to peanuts!", at="2025-09-01T10:00:00Z"))
@@ -130,7 +113,7 @@ def test_duplicates_are_not_stored_twice(mem: Mem) -> None:
     assert counts(mem.store, "maya")["Fact"] == 1
 
 
-def test_within_session_update_and_never_across_holders(mem: Mem) -> None:
+def test_within_session_update_and_never_across_holders(mem: Memory) -> None:
     s = sess("s1", "I really love spicy ramen for lunch every day.", "Noted.",
              "Lately I no longer love spicy ramen for lunch every day.", "I really love spicy ramen for lunch every day.",
              roles=("user", "assistant", "user", "Leo"))
@@ -141,7 +124,7 @@ def test_within_session_update_and_never_across_holders(mem: Mem) -> None:
     assert any(f.holder == "Leo" for f in snap.facts.values())  # same words, other holder: a new fact
 
 
-def test_opposite_polarity_is_a_conflict(mem: Mem) -> None:
+def test_opposite_polarity_is_a_conflict(mem: Memory) -> None:
     ing = Ingestor(mem, OfflineExtractor())
     ing.ingest(sess("s1", "I like cold showers in the morning before work."))
     rep = ing.ingest(sess("s2", "I do not like cold showers in the morning before work.", at="2025-09-01T10:00:00Z"))
@@ -156,7 +139,7 @@ class _Boom:
         raise RuntimeError("adjudicator bug")
 
 
-def test_failing_adjudicator_keeps_facts_as_new(mem: Mem) -> None:
+def test_failing_adjudicator_keeps_facts_as_new(mem: Memory) -> None:
     ing = Ingestor(mem, OfflineExtractor(), _Boom())  # type: ignore[arg-type]
     ing.ingest(sess("s1", "I really enjoy hiking in the mountains on weekends."))
     rep = ing.ingest(sess("s2", "These days I no longer enjoy hiking in the mountains on weekends.",
@@ -184,7 +167,7 @@ def _cand(fid: str, statement: str, evidence: str, turn: str = "s1:0", kind: str
                          source_turn_ids=(turn,), order=(0, 0), concept=("travel",))
 
 
-def test_ungrounded_evidence_is_rejected_with_reason(mem: Mem) -> None:
+def test_ungrounded_evidence_is_rejected_with_reason(mem: Memory) -> None:
     ing = Ingestor(mem, _Fixed([_cand("a", "Enjoys hiking", "I really enjoy hiking"),
                                 _cand("b", "Hates the sea", "I hate the sea with passion")]))  # type: ignore[arg-type]
     rep = ing.ingest(sess("s1", "Honestly, I really   enjoy “hiking” a lot."))
@@ -192,7 +175,7 @@ def test_ungrounded_evidence_is_rejected_with_reason(mem: Mem) -> None:
     assert "not found in its source turn" in rep.rejected[0].reason
 
 
-def test_edit_refused_by_graph_rules_is_dropped_not_fatal(mem: Mem) -> None:
+def test_edit_refused_by_graph_rules_is_dropped_not_fatal(mem: Memory) -> None:
     ing = Ingestor(mem, OfflineExtractor())
     ing.ingest(sess("s1", "I really enjoy hiking in the mountains."))
     snap = mem.store.load_snapshot("maya")
@@ -211,7 +194,7 @@ GOOD_EXTRACT = {"facts": [{"statement": "Enjoys hiking in the mountains", "kind"
                           {"statement": "Made up", "kind": "event", "evidence": "I went", "turn_ids": ["nope"]}]}
 
 
-def test_llm_extractor_valid_reply(mem: Mem) -> None:
+def test_llm_extractor_valid_reply(mem: Memory) -> None:
     chat = ScriptedChat(GOOD_EXTRACT)
     ing = Ingestor(mem, LLMExtractor(chat), RuleAdjudicator())  # type: ignore[arg-type]
     rep = ing.ingest(sess("s1", "I really enjoy hiking in the mountains, did lots of it last year."))
@@ -232,7 +215,7 @@ def test_llm_extractor_valid_reply(mem: Mem) -> None:
     ("I'm sorry, but I can't help with that request.", "refusal"),
     (ChatResult(text="", finish_reason="content_filter"), "refusal"),
 ])
-def test_llm_extractor_failures_are_per_session_errors_with_no_write(mem: Mem, reply: Any, kind: str) -> None:
+def test_llm_extractor_failures_are_per_session_errors_with_no_write(mem: Memory, reply: Any, kind: str) -> None:
     ing = Ingestor(mem, LLMExtractor(ScriptedChat(reply)))  # type: ignore[arg-type]
     with pytest.raises(IngestError) as e:
         ing.ingest(sess("s1", "I really enjoy hiking in the mountains."))
@@ -240,7 +223,7 @@ def test_llm_extractor_failures_are_per_session_errors_with_no_write(mem: Mem, r
     assert mem.store.users() == [] or counts(mem.store, "maya")["Turn"] == 0
 
 
-def test_llm_adjudicator_labels_are_checked(mem: Mem) -> None:
+def test_llm_adjudicator_labels_are_checked(mem: Memory) -> None:
     Ingestor(mem, OfflineExtractor()).ingest(sess("s1", "I really enjoy hiking in the mountains on weekends."))
     old = next(iter(mem.store.load_snapshot("maya").facts))
 
@@ -260,7 +243,7 @@ def test_llm_adjudicator_labels_are_checked(mem: Mem) -> None:
     assert sent["new_facts"][0]["candidates"] == ["E1"] and "maya::f::" not in json.dumps(sent)  # aliases only
 
 
-def test_llm_adjudicator_failure_keeps_new_and_counts_the_call(mem: Mem) -> None:
+def test_llm_adjudicator_failure_keeps_new_and_counts_the_call(mem: Memory) -> None:
     Ingestor(mem, OfflineExtractor()).ingest(sess("s1", "I really enjoy hiking in the mountains on weekends."))
     for reply in ("not json", ChatError("read timeout", "timeout")):
         ing = Ingestor(mem, OfflineExtractor(), LLMAdjudicator(ScriptedChat(reply)))  # type: ignore[arg-type]
@@ -271,7 +254,7 @@ def test_llm_adjudicator_failure_keeps_new_and_counts_the_call(mem: Mem) -> None
 
 
 # ---------------------------------------------------------------- concepts: rules for SPLIT / MERGE
-def test_rules_split_an_oversized_concept_by_kind(mem: Mem) -> None:
+def test_rules_split_an_oversized_concept_by_kind(mem: Memory) -> None:
     cfg = IngestConfig(rules=RuleAdjudicatorConfig(split_min_facts=6, split_min_child=3))
     ing = Ingestor(mem, OfflineExtractor(), None, cfg)
     texts = [f"I love pottery style number {i}." for i in range(4)] + [f"I went to pottery studio number {i}." for i in range(4)]
@@ -286,7 +269,7 @@ def test_rules_split_an_oversized_concept_by_kind(mem: Mem) -> None:
 
 
 # ---------------------------------------------------------------- concurrency
-def test_same_user_serializes_other_users_run_in_parallel(mem: Mem) -> None:
+def test_same_user_serializes_other_users_run_in_parallel(mem: Memory) -> None:
     active: dict[str, int] = {}
     peak: dict[str, int] = {}
     overall = {"now": 0, "peak": 0}
@@ -329,7 +312,7 @@ def test_same_user_serializes_other_users_run_in_parallel(mem: Mem) -> None:
         assert len(snap.sessions) == 3 and len(snap.facts) == 3 and snap.version == 3
 
 
-def test_concurrent_writer_triggers_resolve_again(mem: Mem) -> None:
+def test_concurrent_writer_triggers_resolve_again(mem: Memory) -> None:
     """Another process commits for the same user between our snapshot and our commit."""
     ing = Ingestor(mem, OfflineExtractor())
     fired = {"n": 0}

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import FaultServer
 
 from llmclients.config import ModelEndpointConfig, make_chat_model
 from policy.base import Policy
@@ -21,59 +21,34 @@ from training_data.synthetic import SyntheticConfig, SyntheticSource
 ROOT = Path(__file__).resolve().parents[1]
 
 
-class _Handler(BaseHTTPRequestHandler):
-    requests: list[dict[str, Any]] = []
-    reply = "F1: use | current-preference | high\nRULE: prefer the newest preference"
-
-    def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        type(self).requests.append(body)
-        out = {"id": "x", "object": "chat.completion", "model": body["model"],
-               "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": self.reply}}],
-               "usage": {"prompt_tokens": 3, "completion_tokens": 3}}
-        data = json.dumps(out).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *a: Any) -> None:
-        pass
+STATE = "F1: use | current-preference | high\nRULE: prefer the newest preference"
 
 
 @pytest.fixture()
-def server():  # noqa: ANN201
-    srv = HTTPServer(("127.0.0.1", 0), _Handler)
-    _Handler.requests = []
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    yield srv
-    srv.shutdown()
+def server() -> Iterator[FaultServer]:
+    with FaultServer(mode="ok", text=STATE) as srv:
+        yield srv
 
 
 def test_endpoint_policy_asks_the_adapter_by_name_and_parses(server) -> None:  # noqa: ANN001
-    chat = make_chat_model(ModelEndpointConfig(kind="openai", base_url=f"http://127.0.0.1:{server.server_port}/v1",
+    chat = make_chat_model(ModelEndpointConfig(kind="openai", base_url=server.url,
                                                model="policy", max_retries=0))
     pol = EndpointLearnedPolicy(chat, temperature=0.3)
     assert isinstance(pol, Policy)
     inst = next(SyntheticSource(SyntheticConfig(n=3)).instances(0))
     st = pol.state(inst.request, inst.bundle(), inst.choices)
     assert st.facts[0].alias == "F1" and st.rules == ("prefer the newest preference",)
-    sent = _Handler.requests[-1]
+    sent = server.requests[-1]
     assert sent["model"] == "policy" and sent["temperature"] == 0.3
     assert inst.request in sent["messages"][-1]["content"] and "[F1]" in sent["messages"][-1]["content"]
 
 
 def test_endpoint_policy_garbage_is_a_typed_error(server) -> None:  # noqa: ANN001
-    _Handler.reply = "Sure! Here is my reasoning state: use the beach one."
-    try:
-        chat = make_chat_model(ModelEndpointConfig(kind="openai", base_url=f"http://127.0.0.1:{server.server_port}/v1",
-                                                   model="policy", max_retries=0))
-        inst = next(SyntheticSource(SyntheticConfig(n=3)).instances(0))
-        with pytest.raises(StateParseError):
-            EndpointLearnedPolicy(chat).state(inst.request, inst.bundle())
-    finally:
-        _Handler.reply = "F1: use | current-preference | high\nRULE: prefer the newest preference"
+    server.text = "Sure! Here is my reasoning state: use the beach one."
+    chat = make_chat_model(ModelEndpointConfig(kind="openai", base_url=server.url, model="policy", max_retries=0))
+    inst = next(SyntheticSource(SyntheticConfig(n=3)).instances(0))
+    with pytest.raises(StateParseError):
+        EndpointLearnedPolicy(chat).state(inst.request, inst.bundle())
 
 
 def test_read_meta_explains_a_non_checkpoint(tmp_path: Path) -> None:

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import doctest
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from servers import FaultServer
 
 import policy.reader
 import policy.rewards
@@ -132,41 +131,20 @@ def test_chat_answer_model_sees_the_state_only_when_given() -> None:
     assert inst.reference_answer in with_[1].content  # as an option, not leaked by the state
 
 
-class _JudgeHandler(BaseHTTPRequestHandler):
-    verdict = True
-
-    def do_POST(self) -> None:  # noqa: N802
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        prompt = body["messages"][-1]["content"]
-        correct = "beach" in prompt.split("Assistant answer:")[-1]
-        out = {"id": "x", "object": "chat.completion", "model": body["model"],
-               "choices": [{"index": 0, "finish_reason": "stop",
-                            "message": {"role": "assistant", "content": json.dumps({"correct": correct, "reason": "r"})}}],
-               "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
-        data = json.dumps(out).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *a: Any) -> None:
-        pass
+def _judge(body: dict[str, Any]) -> str:
+    """A scripted judge: correct when the graded answer mentions the beach."""
+    correct = "beach" in body["messages"][-1]["content"].split("Assistant answer:")[-1]
+    return json.dumps({"correct": correct, "reason": "r"})
 
 
 def test_judge_scorer_over_a_real_openai_compatible_http_server() -> None:
     from llmclients.config import ModelEndpointConfig, make_chat_model
 
-    srv = HTTPServer(("127.0.0.1", 0), _JudgeHandler)
-    threading.Thread(target=srv.serve_forever, daemon=True).start()
-    try:
-        chat = make_chat_model(ModelEndpointConfig(kind="openai", base_url=f"http://127.0.0.1:{srv.server_port}/v1",
-                                                   model="judge", max_retries=0))
+    with FaultServer(mode="ok", reply=_judge) as srv:
+        chat = make_chat_model(ModelEndpointConfig(kind="openai", base_url=srv.url, model="judge", max_retries=0))
         judge = JudgeScorer(chat)
         assert judge("Go to the beach", "A relaxing beach holiday", "Suggest a vacation") == 1.0
         assert judge("Go hiking", "A relaxing beach holiday", "Suggest a vacation") == 0.0
-    finally:
-        srv.shutdown()
 
 
 def test_judge_scorer_garbage_or_timeout_is_none() -> None:
