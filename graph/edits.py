@@ -14,6 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from graph.ids import UserId, foreign_ids, validate_user_id
 from graph.models import Concept, Edit, Fact, Relation, Turn, utcnow
 from graph.rules import can_conflict, can_supersede, has_cycle
 from graph.snapshot import ChangeSet, Snapshot, diff
@@ -25,7 +26,9 @@ class EditRejected(ValueError):
     def __init__(self, rule: str, ids: list[str] | tuple[str, ...], message: str, edit_index: int | None = None):
         self.rule, self.ids, self.edit_index = rule, list(ids), edit_index
         where = f" (edit #{edit_index})" if edit_index is not None else ""
-        super().__init__(f"[{rule}]{where} {message}: {', '.join(self.ids)}")
+        # No ids: the rule is about ids that must not be echoed (another tenant's), see id_taken.
+        named = f": {', '.join(self.ids)}" if self.ids else ""
+        super().__init__(f"[{rule}]{where} {message}{named}")
 
 
 class _Op(BaseModel):
@@ -103,11 +106,56 @@ class EditBatch(BaseModel):
     """One atomic unit of change for one user (a whole ingested session, or a manual edit)."""
 
     model_config = ConfigDict(extra="forbid")
-    user_id: str = Field(min_length=1)
+    user_id: UserId
     session_id: str | None = None
     session_hash: str | None = Field(default=None, description="Content hash, recorded for idempotent re-ingest.")
     turns: list[Turn] = Field(default_factory=list)
     edits: list[OntologyEdit] = Field(default_factory=list)
+
+
+def named_ids(e: BaseModel) -> list[str]:
+    """Every concept and fact id an edit creates or names (the ids that are global keys in the store)."""
+    if isinstance(e, CreateConcept):
+        return [e.concept_id, *([e.parent_id] if e.parent_id else [])]
+    if isinstance(e, MergeConcepts):
+        return [e.source_id, e.target_id]
+    if isinstance(e, SplitConcept):
+        return [e.concept_id, *(c.concept_id for c in e.children), *(f for c in e.children for f in c.fact_ids)]
+    if isinstance(e, AttachFact):
+        return [e.fact.fact_id, e.concept_id]
+    if isinstance(e, Supersede):
+        return [e.new_fact_id, e.old_fact_id]
+    if isinstance(e, (Conflict, Resolve)):
+        return [e.a, e.b]
+    if isinstance(e, Retract):
+        return [e.fact_id]
+    return []
+
+
+def _check_namespaces(user_id: str, edits: list[OntologyEdit]) -> None:
+    """An id in another owner's namespace ('leo::…' sent by maya) is refused whether or not it exists,
+    and is not echoed: the answer is the same for a real and a made-up id of another user."""
+    for i, e in enumerate(edits):
+        if foreign_ids(user_id, named_ids(e)):
+            raise EditRejected("foreign_namespace", [], "an id of the form '<owner>::…' must use your own user id "
+                               "as owner", i)
+
+
+# Concept, fact and edit ids are global primary keys in both stores (turn and session keys carry the
+# user, see graph/serialize.py). The store refuses, inside the commit transaction, a commit that would
+# create an id another user already holds; these two helpers keep what it checks and says in one place.
+def claimed_ids(cs: ChangeSet) -> dict[str, list[str]]:
+    """Node label -> the ids ``cs`` creates or rewrites, which no other user may hold. Also validates
+    the user id, so every store write path refuses an invalid one."""
+    validate_user_id(cs.user_id)
+    return {"Concept": [c.concept_id for c in cs.concepts_upsert], "Fact": [f.fact_id for f in cs.facts_create],
+            "Edit": [e.edit_id for e in cs.edits_upsert]}
+
+
+def id_taken(label: str | None = None) -> EditRejected:
+    """The refusal for an id held by another user: names neither that user nor the id."""
+    what = f"a {label.lower()} id" if label else "an id"
+    return EditRejected("id_taken", [], f"{what} in this batch is already in use; choose another id")
 
 
 def _ensure_root(s: Snapshot, at: datetime) -> None:
@@ -282,6 +330,7 @@ def apply_batch(snapshot: Snapshot, batch: EditBatch, now: datetime | None = Non
     """Validate and apply ``batch`` to a copy of ``snapshot``. The input snapshot is never mutated."""
     if batch.user_id != snapshot.user_id:
         raise EditRejected("cross_user", [batch.user_id], f"batch is for another user than {snapshot.user_id!r}")
+    _check_namespaces(snapshot.user_id, batch.edits)
     at = now or utcnow()
     s = snapshot.clone()
     _ensure_root(s, at)

@@ -44,6 +44,13 @@ FACT_SET = ", ".join(
 GET_VERSION = "MATCH (u:UserMeta {user_id: $u}) RETURN u.version"
 SET_VERSION = "MERGE (u:UserMeta {user_id: $u}) SET u.version = $v"
 
+# -- tenancy: concept/fact/edit ids are global primary keys; ids of this commit that another user holds --
+# (run inside the commit transaction, under the store's lock: nothing can claim an id in between)
+FOREIGN_IDS = {
+    label: f"UNWIND $ids AS i MATCH (n:{label} {{{prop}: i}}) WHERE n.user_id <> $u RETURN count(n)"
+    for label, prop in (("Concept", "concept_id"), ("Fact", "fact_id"), ("Edit", "edit_id"))
+}
+
 # -- snapshot --
 LOAD_CONCEPTS = "MATCH (c:Concept {user_id: $u}) RETURN c.concept_id, c.user_id, c.name, c.description, c.created_at, c.retired_at"
 LOAD_PARENTS = "MATCH (p:Concept {user_id: $u})-[:PARENT_OF]->(c:Concept) RETURN p.concept_id, c.concept_id"

@@ -20,6 +20,7 @@ import numpy as np
 
 from graph.bm25 import BM25
 from graph.cypher_guard import UID_PARAM, scope_to_user
+from graph.edits import claimed_ids, id_taken
 from graph.embedded import queries as Q
 from graph.models import Edit, Relation, Turn, as_utc
 from graph.serialize import (FACT_PROPS, concept_row, edit_row, fact_row, row_concept, row_edit, row_fact,
@@ -158,6 +159,9 @@ class EmbeddedStore:
 
     def _write(self, cs: ChangeSet) -> None:
         u = cs.user_id
+        for label, ids in claimed_ids(cs).items():  # MERGE/CREATE below would take or clash with them
+            if ids and self._q(Q.FOREIGN_IDS[label], {"ids": ids, "u": u})[0][0]:
+                raise id_taken(label)
         self._rows(Q.CREATE_TURNS, [turn_row(t) for t in cs.turns_create], u)
         self._rows(Q.UPSERT_SESSIONS, [{"key": session_key(u, s), "session_id": s, "content_hash": h}
                                        for s, h in cs.sessions_upsert.items()], u)

@@ -32,6 +32,14 @@ CACHE_TOKEN = "MATCH (u:UserMeta {user_id: $u}) RETURN u.version AS v, u.epoch A
 SET_VERSION = "MATCH (u:UserMeta {user_id: $u}) SET u.version = $v"
 GET_VERSION = "MATCH (u:UserMeta {user_id: $u}) RETURN u.version"
 
+# -- tenancy: concept/fact/edit ids are globally unique (constraints above); ids of this commit that
+# another user holds. Two users' commits do not share a lock, so the upserts below also refuse to take
+# over a node that turns out to be another user's (MERGE waits on the constraint, then matches it).
+FOREIGN_IDS = {
+    label: f"MATCH (n:{label}) WHERE n.{prop} IN $ids AND n.user_id <> $u RETURN count(n) AS n"
+    for label, prop in (("Concept", "concept_id"), ("Fact", "fact_id"), ("Edit", "edit_id"))
+}
+
 # -- snapshot --
 LOAD_CONCEPTS = "MATCH (c:Concept {user_id: $u}) RETURN c {.*} AS c"
 LOAD_PARENTS = "MATCH (p:Concept {user_id: $u})-[:PARENT_OF]->(c:Concept) RETURN p.concept_id AS p, c.concept_id AS c"
@@ -45,7 +53,9 @@ LOAD_TURN_IDS = "MATCH (t:Turn {user_id: $u}) RETURN t.turn_id AS t"
 LOAD_SESSIONS = "MATCH (s:Session {user_id: $u}) RETURN s.session_id AS s, s.content_hash AS h"
 
 # -- writes (each takes $rows) --
-UPSERT_CONCEPTS = "UNWIND $rows AS r MERGE (c:Concept {concept_id: r.concept_id}) SET c += r"
+# Owner-safe upserts: they return how many rows they wrote; fewer than sent = an id held by another user.
+UPSERT_CONCEPTS = ("UNWIND $rows AS r MERGE (c:Concept {concept_id: r.concept_id}) ON CREATE SET c.user_id = $u "
+                   "WITH c, r WHERE c.user_id = $u SET c += r RETURN count(c) AS n")
 DELETE_CONCEPTS = "UNWIND $rows AS r MATCH (c:Concept {concept_id: r, user_id: $u}) DETACH DELETE c"
 ADD_PARENT = ("UNWIND $rows AS r MATCH (p:Concept {concept_id: r.p, user_id: $u}), (c:Concept {concept_id: r.c, user_id: $u}) "
               "CREATE (p)-[:PARENT_OF]->(c)")
@@ -68,7 +78,8 @@ REMOVE_SUPERSEDES = ("UNWIND $rows AS r MATCH (a:Fact {fact_id: r.src, user_id: 
                      "(b:Fact {fact_id: r.dst}) DELETE e")
 REMOVE_CONFLICTS = ("UNWIND $rows AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})-[e:CONFLICTS_WITH]->"
                     "(b:Fact {fact_id: r.dst}) DELETE e")
-UPSERT_EDITS = "UNWIND $rows AS r MERGE (e:Edit {edit_id: r.edit_id}) SET e += r"
+UPSERT_EDITS = ("UNWIND $rows AS r MERGE (e:Edit {edit_id: r.edit_id}) ON CREATE SET e.user_id = $u "
+                "WITH e, r WHERE e.user_id = $u SET e += r RETURN count(e) AS n")
 CREATE_TURNS = "UNWIND $rows AS r CREATE (t:Turn) SET t = r"
 ADD_DERIVED = ("UNWIND $rows AS r MATCH (f:Fact {fact_id: r.f, user_id: $u}), (t:Turn {key: r.t}) "
                "WHERE t.user_id = $u CREATE (f)-[:DERIVED_FROM]->(t)")

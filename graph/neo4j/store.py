@@ -16,6 +16,7 @@ import numpy as np
 
 from graph.bm25 import tokenize
 from graph.cypher_guard import UID_PARAM, scope_to_user
+from graph.edits import claimed_ids, id_taken
 from graph.models import Edit, Turn
 from graph.neo4j import queries as Q
 from graph.serialize import (concept_row, edit_row, fact_row, row_concept, row_edit, row_fact, row_relation,
@@ -117,7 +118,9 @@ class Neo4jStore:
                 tx.run(Q.SET_VERSION, u=changes.user_id, v=changes.new_version).consume()
                 tx.commit()
             except self._neo4j.exceptions.ConstraintError as e:
-                raise StoreError(f"uniqueness violated (an id is already used, possibly by another user): {e.message}") from e
+                # Another user's commit created one of our ids after FOREIGN_IDS looked (a race between
+                # two users); the server's message names the id and node, so it is not passed on.
+                raise id_taken() from e
             finally:
                 if not tx.closed():
                     tx.rollback()
@@ -125,15 +128,22 @@ class Neo4jStore:
     @staticmethod
     def _write(tx: Any, cs: ChangeSet) -> None:
         u = cs.user_id
+        for label, ids in claimed_ids(cs).items():
+            if ids and tx.run(Q.FOREIGN_IDS[label], ids=ids, u=u).single()["n"]:
+                raise id_taken(label)
 
         def run(q: str, rows: list[Any]) -> None:
             if rows:
                 tx.run(q, rows=rows, u=u).consume()
 
+        def upsert(q: str, rows: list[Any], label: str) -> None:
+            if rows and tx.run(q, rows=rows, u=u).single()["n"] != len(rows):
+                raise id_taken(label)
+
         run(Q.CREATE_TURNS, [turn_row(t) for t in cs.turns_create])
         run(Q.UPSERT_SESSIONS, [{"key": session_key(u, s), "session_id": s, "content_hash": h}
                                 for s, h in cs.sessions_upsert.items()])
-        run(Q.UPSERT_CONCEPTS, [concept_row(c) for c in cs.concepts_upsert])
+        upsert(Q.UPSERT_CONCEPTS, [concept_row(c) for c in cs.concepts_upsert], "Concept")
         run(Q.CREATE_FACTS, [{**fact_row(f), "embedding": cs.embeddings.get(f.fact_id)} for f in cs.facts_create])
         run(Q.UPDATE_FACTS, [fact_row(f) for f in cs.facts_update])
         run(Q.REMOVE_PARENT, [{"p": p, "c": c} for p, c in cs.parent_remove])
@@ -149,7 +159,7 @@ class Neo4jStore:
         run(Q.ADD_PARENT, [{"p": p, "c": c} for p, c in cs.parent_add])
         run(Q.ADD_CONTAINS, [{"c": c, "f": f} for c, f in cs.contains_add])
         run(Q.ADD_DERIVED, [{"f": f, "t": turn_key(u, t)} for f, t in cs.derived_from_add])
-        run(Q.UPSERT_EDITS, [edit_row(e) for e in cs.edits_upsert])
+        upsert(Q.UPSERT_EDITS, [edit_row(e) for e in cs.edits_upsert], "Edit")
         run(Q.DELETE_FACTS, list(cs.facts_delete))
         run(Q.DELETE_CONCEPTS, list(cs.concepts_delete))
 
