@@ -133,12 +133,7 @@ def _match(memory: MemoryLike, snap: Snapshot, request: str, cfg: ForgetConfig, 
 def purge(memory: MemoryLike, user_id: str) -> PurgeReport:
     """Hard-delete everything of the user."""
     with user_lock(memory.store, user_id):
-        n = memory.store.purge_user(user_id)
-        # Neo4jStore caches embeddings per (user, version); a purged user restarts at version 0, so a
-        # stale entry could be served after re-ingest. Drop it until the store does so itself.
-        cache = getattr(memory.store, "_emb_cache", None)
-        if isinstance(cache, dict):
-            cache.pop(user_id, None)
+        n = memory.store.purge_user(user_id)  # stores invalidate their own caches (any process)
     return PurgeReport(user_id=user_id, deleted={"nodes": n})
 
 

@@ -30,7 +30,6 @@ LOCK_VERSION = ("MERGE (u:UserMeta {user_id: $u}) ON CREATE SET u.version = 0, u
                 "SET u.locked_at = timestamp() RETURN u.version AS v")
 CACHE_TOKEN = "MATCH (u:UserMeta {user_id: $u}) RETURN u.version AS v, u.epoch AS e"
 SET_VERSION = "MATCH (u:UserMeta {user_id: $u}) SET u.version = $v"
-GET_VERSION = "MATCH (u:UserMeta {user_id: $u}) RETURN u.version"
 
 # -- tenancy: concept/fact/edit ids are globally unique (constraints above); ids of this commit that
 # another user holds. Two users' commits do not share a lock, so the upserts below also refuse to take

@@ -8,6 +8,7 @@ session after graph/cypher_guard.py has pinned it to one user.
 from __future__ import annotations
 
 import re
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
@@ -60,6 +61,7 @@ class Neo4jStore:
         self.embedding_dim = embedding_dim
         self.cache_users = cache_users
         self._emb_cache: OrderedDict[str, tuple[tuple[int, str], list[str], np.ndarray]] = OrderedDict()
+        self._cache_lock = threading.Lock()  # API requests run in a thread pool; OrderedDict moves are not atomic
 
     # -- plumbing --
     def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
@@ -78,24 +80,30 @@ class Neo4jStore:
     # -- snapshot / commit --
     def load_snapshot(self, user_id: str) -> Snapshot:
         # Neo4j reads are read-committed: a commit landing between our queries would give a torn
-        # snapshot. Every commit bumps the user's version, so equal versions before and after the
-        # reads mean none landed; otherwise read again.
+        # snapshot. Every commit bumps the user's version and a purge deletes the meta node (a
+        # re-created user gets a new epoch), so an equal (version, epoch) token before and after the
+        # reads means none landed; otherwise read again.
         with self._driver.session(database=self._db, default_access_mode=self._neo4j.READ_ACCESS) as s:
             for _ in range(50):
-                snap = s.execute_read(self._load, user_id)
-                after = s.execute_read(lambda tx: [r.data() for r in tx.run(Q.GET_VERSION, u=user_id)])
-                if (after[0]["u.version"] if after else 0) == snap.version:
+                snap, token = s.execute_read(self._load, user_id)
+                if s.execute_read(self._token, user_id) == token:
                     return snap
         raise ConcurrentModification(f"user {user_id!r} keeps changing; could not read a stable snapshot")
 
     @staticmethod
-    def _load(tx: Any, u: str) -> Snapshot:
+    def _token(tx: Any, u: str) -> tuple[int, str] | None:
+        """The user's (version, epoch), None for a user without a meta node (new or purged)."""
+        row = tx.run(Q.CACHE_TOKEN, u=u).single()
+        return None if row is None else (row["v"], row["e"])
+
+    @classmethod
+    def _load(cls, tx: Any, u: str) -> tuple[Snapshot, tuple[int, str] | None]:
         def rows(q: str) -> list[dict[str, Any]]:
             return [r.data() for r in tx.run(q, u=u)]
 
         s = Snapshot(user_id=u)
-        v = rows(Q.GET_VERSION)
-        s.version = v[0]["u.version"] if v else 0
+        token = cls._token(tx, u)
+        s.version = token[0] if token else 0
         s.concepts = {c.concept_id: c for c in (row_concept(r["c"]) for r in rows(Q.LOAD_CONCEPTS))}
         s.parent = {r["c"]: r["p"] for r in rows(Q.LOAD_PARENTS)}
         s.fact_concept = {r["f"]: r["c"] for r in rows(Q.LOAD_CONTAINS)}
@@ -104,7 +112,7 @@ class Neo4jStore:
         s.edits = {e.edit_id: e for e in (row_edit(r["e"]) for r in rows(Q.LOAD_EDITS))}
         s.turn_ids = {r["t"] for r in rows(Q.LOAD_TURN_IDS)}
         s.sessions = {r["s"]: r["h"] for r in rows(Q.LOAD_SESSIONS)}
-        return s
+        return s, token
 
     def commit(self, changes: ChangeSet) -> None:
         with self._driver.session(database=self._db) as s:
@@ -121,6 +129,8 @@ class Neo4jStore:
                 # Another user's commit created one of our ids after FOREIGN_IDS looked (a race between
                 # two users); the server's message names the id and node, so it is not passed on.
                 raise id_taken() from e
+            except self._neo4j.exceptions.TransientError as e:  # deadlock, lock timeout: retryable
+                raise ConcurrentModification(f"user {changes.user_id!r}: transient conflict, retry ({e.code})") from e
             finally:
                 if not tx.closed():
                     tx.rollback()
@@ -165,25 +175,36 @@ class Neo4jStore:
 
     # -- retrieval reads --
     def _embeddings(self, user_id: str) -> tuple[list[str], np.ndarray | None]:
-        """This user's normalized embedding matrix, cached per (user, version).
+        """This user's normalized embedding matrix, cached per (user, version, epoch).
 
         Neo4j 5 Community's vector index cannot filter by user, and an exact cosine in Cypher reads
-        every vector property per query; one cheap version read keeps a client-side copy exact.
+        every vector property per query; one cheap token read per search keeps a client-side copy
+        exact, also when other processes write: every commit and purge_items bumps the version, and
+        purge_user deletes the meta node, so a re-created user has a new epoch.
         """
         rows = self._read(Q.CACHE_TOKEN, u=user_id)
         token = (rows[0]["v"], rows[0]["e"]) if rows else None
-        hit = self._emb_cache.get(user_id)
-        if hit is not None and token is not None and hit[0] == token:
-            self._emb_cache.move_to_end(user_id)
-            return hit[1], hit[2]
+        with self._cache_lock:
+            hit = self._emb_cache.get(user_id)
+            if hit is not None and token is not None and hit[0] == token:
+                self._emb_cache.move_to_end(user_id)
+                return hit[1], hit[2]
+            self._emb_cache.pop(user_id, None)
         rows = self._read(Q.EMBEDDINGS, u=user_id)
         if not rows or not rows[0]["ids"]:
             return [], None
         m = np.asarray(rows[0]["embs"], dtype=np.float32)
         m /= np.linalg.norm(m, axis=1, keepdims=True) + 1e-12
-        self._emb_cache[user_id] = ((rows[0]["v"], rows[0]["e"]), rows[0]["ids"], m)
-        while len(self._emb_cache) > self.cache_users:
-            self._emb_cache.popitem(last=False)
+        token = (rows[0]["v"], rows[0]["e"])
+        # Read-committed: a commit may land while EMBEDDINGS runs, so its vectors may be newer or older
+        # than its token. Serve them for this search either way (the facts themselves are re-read by
+        # fetch), but cache them only if the token did not move meanwhile.
+        after = self._read(Q.CACHE_TOKEN, u=user_id)
+        if after and (after[0]["v"], after[0]["e"]) == token:
+            with self._cache_lock:
+                self._emb_cache[user_id] = (token, rows[0]["ids"], m)
+                while len(self._emb_cache) > self.cache_users:
+                    self._emb_cache.popitem(last=False)
         return rows[0]["ids"], m
 
     def vector_search(self, user_id: str, embedding: Sequence[float], k: int) -> list[tuple[str, float]]:
@@ -248,6 +269,10 @@ class Neo4jStore:
 
     def purge_user(self, user_id: str) -> int:
         def work(tx: Any) -> int:
+            # Take the user's write lock first, like commit: a commit in flight (another process
+            # included) finishes before the deletes read what to delete, and a commit that queues
+            # behind the purge finds its version gone and retries on the empty user.
+            tx.run(Q.LOCK_EXISTING_VERSION, u=user_id).consume()
             return sum(tx.run(Q.PURGE_LABEL.format(label=label), u=user_id).single()["n"] for label in Q.NODE_LABELS)
 
         self._emb_cache.pop(user_id, None)
