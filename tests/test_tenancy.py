@@ -13,12 +13,15 @@ from datetime import datetime, timezone
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from graph.edits import (AttachFact, Conflict, CreateConcept, EditBatch, EditRejected, MergeConcepts, Resolve,
                          Retract, SplitChild, SplitConcept, Supersede, apply_batch)
-from graph.ids import InvalidUserId, validate_user_id
+from graph.ids import USER_ID_PATTERN, InvalidUserId, id_owner, validate_user_id
 from graph.models import Concept, Edit, Fact
+from graph.serialize import session_key, turn_key
 from graph.snapshot import ChangeSet
 from llmclients.embeddings import HashEmbedder
 
@@ -209,6 +212,20 @@ def test_invalid_user_ids_are_refused(user_id: Any) -> None:
     assert str(info.value).startswith("invalid user id") and len(str(info.value)) < 120  # never echoes a huge id
     with pytest.raises(ValidationError):
         EditBatch(user_id=user_id)
+
+
+USER_IDS = st.from_regex(USER_ID_PATTERN, fullmatch=True).filter(lambda u: ".." not in u)
+
+
+@settings(max_examples=300, deadline=None)
+@given(USER_IDS, USER_IDS, st.text(max_size=12), st.text(max_size=12))
+def test_per_user_keys_never_collide(u1: str, u2: str, x: str, y: str) -> None:
+    """With valid user ids, the stored turn/session keys and '{user}::…' ids of two users differ
+    whatever ids the clients choose (a '/' or ':' in a user id is what could make them meet)."""
+    if u1 == u2:
+        return
+    assert turn_key(u1, x) != turn_key(u2, y) and session_key(u1, x) != session_key(u2, y)
+    assert id_owner(f"{u1}::f::{x}") == u1 != id_owner(f"{u2}::f::{y}")
 
 
 def test_stores_refuse_invalid_user_ids(store: Any) -> None:
