@@ -132,9 +132,10 @@ def _worker(a: argparse.Namespace) -> None:
                 n += 1
                 f = Fact(fact_id=fid, user_id=u, statement=f"memo p{a.proc} n{n} apples", kind="preference")
                 edits: list[Any] = [AttachFact(fact=f, concept_id=f"{u}::root")]
-                if op == "supersede":
-                    ev["old"] = latest[u]
-                    edits.append(Supersede(new_fact_id=fid, old_fact_id=latest[u], reason="newer"))
+                old = latest[u]
+                if op == "supersede" and old is not None:
+                    ev["old"] = old
+                    edits.append(Supersede(new_fact_id=fid, old_fact_id=old, reason="newer"))
                 ev["fid"] = fid
                 _, cs = mem.apply(EditBatch(user_id=u, edits=edits))
                 ev["v"] = cs.new_version
