@@ -31,14 +31,6 @@ LOCK_VERSION = ("MERGE (u:UserMeta {user_id: $u}) ON CREATE SET u.version = 0, u
 CACHE_TOKEN = "MATCH (u:UserMeta {user_id: $u}) RETURN u.version AS v, u.epoch AS e"
 SET_VERSION = "MATCH (u:UserMeta {user_id: $u}) SET u.version = $v"
 
-# -- tenancy: concept/fact/edit ids are globally unique (constraints above); ids of this commit that
-# another user holds. Two users' commits do not share a lock, so the upserts below also refuse to take
-# over a node that turns out to be another user's (MERGE waits on the constraint, then matches it).
-FOREIGN_IDS = {
-    label: f"MATCH (n:{label}) WHERE n.{prop} IN $ids AND n.user_id <> $u RETURN count(n) AS n"
-    for label, prop in (("Concept", "concept_id"), ("Fact", "fact_id"), ("Edit", "edit_id"))
-}
-
 # -- snapshot --
 LOAD_CONCEPTS = "MATCH (c:Concept {user_id: $u}) RETURN c {.*} AS c"
 LOAD_PARENTS = "MATCH (p:Concept {user_id: $u})-[:PARENT_OF]->(c:Concept) RETURN p.concept_id AS p, c.concept_id AS c"
@@ -52,7 +44,11 @@ LOAD_TURN_IDS = "MATCH (t:Turn {user_id: $u}) RETURN t.turn_id AS t"
 LOAD_SESSIONS = "MATCH (s:Session {user_id: $u}) RETURN s.session_id AS s, s.content_hash AS h"
 
 # -- writes (each takes $rows) --
-# Owner-safe upserts: they return how many rows they wrote; fewer than sent = an id held by another user.
+# Tenancy: concept, fact and edit ids are globally unique (the constraints above). CREATE_FACTS fails
+# on another user's fact id (ConstraintError); the two upserts must not take over another user's node
+# (MERGE waits on the constraint, then matches it, also for a racing commit of another user), so they
+# return how many rows they wrote: fewer than sent = an id held by another user. No pre-check query:
+# these are exact inside the commit transaction and cost no extra round trip.
 UPSERT_CONCEPTS = ("UNWIND $rows AS r MERGE (c:Concept {concept_id: r.concept_id}) ON CREATE SET c.user_id = $u "
                    "WITH c, r WHERE c.user_id = $u SET c += r RETURN count(c) AS n")
 DELETE_CONCEPTS = "UNWIND $rows AS r MATCH (c:Concept {concept_id: r, user_id: $u}) DETACH DELETE c"

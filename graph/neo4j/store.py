@@ -17,7 +17,8 @@ import numpy as np
 
 from graph.bm25 import tokenize
 from graph.cypher_guard import UID_PARAM, scope_to_user
-from graph.edits import claimed_ids, id_taken
+from graph.edits import id_taken
+from graph.ids import validate_user_id
 from graph.models import Edit, Turn
 from graph.neo4j import queries as Q
 from graph.serialize import (concept_row, edit_row, fact_row, row_concept, row_edit, row_fact, row_relation,
@@ -126,8 +127,8 @@ class Neo4jStore:
                 tx.run(Q.SET_VERSION, u=changes.user_id, v=changes.new_version).consume()
                 tx.commit()
             except self._neo4j.exceptions.ConstraintError as e:
-                # Another user's commit created one of our ids after FOREIGN_IDS looked (a race between
-                # two users); the server's message names the id and node, so it is not passed on.
+                # One of our new fact ids is another user's (or a racing user's commit took it first);
+                # the server's message names the id and node, so it is not passed on.
                 raise id_taken() from e
             except self._neo4j.exceptions.TransientError as e:  # deadlock, lock timeout: retryable
                 raise ConcurrentModification(f"user {changes.user_id!r}: transient conflict, retry ({e.code})") from e
@@ -138,9 +139,7 @@ class Neo4jStore:
     @staticmethod
     def _write(tx: Any, cs: ChangeSet) -> None:
         u = cs.user_id
-        for label, ids in claimed_ids(cs).items():
-            if ids and tx.run(Q.FOREIGN_IDS[label], ids=ids, u=u).single()["n"]:
-                raise id_taken(label)
+        validate_user_id(u)  # the writes below refuse other users' ids themselves (see queries.py)
 
         def run(q: str, rows: list[Any]) -> None:
             if rows:
