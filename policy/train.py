@@ -440,6 +440,9 @@ def finish(run: Run) -> TrainResult:
 
 def train(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | None = None) -> TrainResult:
     """Run GRPO per ``cfg``; returns where everything was written and the final held-out numbers."""
+    from policy.preflight import check_inputs
+
+    check_inputs(cfg)  # absent data or weights: one sentence now, not a traceback after model loading
     run = prepare(cfg, extra_baselines=extra_baselines)
     run.trainer.train()
     return finish(run)
