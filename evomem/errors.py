@@ -52,14 +52,24 @@ def _process(pid: int) -> str:
     return f"PID {pid} ({_one_line(cmd)[:120]})" if cmd else f"PID {pid}"
 
 
-def _validation(e: Exception) -> str:
+def _validation(e: BaseException) -> str:
     """A pydantic ValidationError as ``field: reason; field: reason``."""
     parts = []
-    for err in e.errors():  # type: ignore[attr-defined]
+    for err in getattr(e, "errors")():
         loc = ".".join(str(x) for x in err.get("loc", ()))
         msg = str(err.get("msg", "")).removeprefix("Value error, ")
         parts.append(f"{loc}: {msg}" if loc else msg)
     return "invalid options: " + "; ".join(parts)
+
+
+def _fname(e: BaseException) -> str | None:
+    return getattr(e, "filename", None)
+
+
+def _locked(e: BaseException) -> tuple[str, int]:
+    pid, path = getattr(e, "pid", None), getattr(e, "path", "?")
+    holder = f", {_process(pid)}" if pid else " (e.g. `evomem serve`)"
+    return f"the store {path} is open in another process{holder}; stop it, or use another --store-path", RUNTIME
 
 
 def _rules() -> list[tuple[type[BaseException] | tuple[type[BaseException], ...], Callable[[BaseException], tuple[str, int]]]]:
@@ -72,22 +82,18 @@ def _rules() -> list[tuple[type[BaseException] | tuple[type[BaseException], ...]
 
     rules: list[tuple[type[BaseException] | tuple[type[BaseException], ...],
                       Callable[[BaseException], tuple[str, int]]]] = [
-        (CliError, lambda e: (str(e), e.exit_code)),  # type: ignore[attr-defined]
-        (StoreLocked, lambda e: (
-            f"the store {e.path} is open in another process"  # type: ignore[attr-defined]
-            + (f", {_process(e.pid)}" if e.pid else " (e.g. `evomem serve`)")  # type: ignore[attr-defined]
-            + "; stop it, or use another --store-path", RUNTIME)),
+        (CliError, lambda e: (str(e), getattr(e, "exit_code", RUNTIME))),
+        (StoreLocked, _locked),
         (UnknownUser, lambda e: (f"{e.args[0] if e.args else e} (list them with `evomem users`)", USAGE)),
         (ChatError, lambda e: (f"{e} — is the model server running, and is the URL right?"
                                if getattr(e, "kind", "") in ("connection", "timeout") else str(e), RUNTIME)),
-        (ValidationError, lambda e: (_validation(e), USAGE)),  # type: ignore[arg-type]
-        (FileNotFoundError, lambda e: (
-            f"{e.filename}: no such file or directory" if getattr(e, "filename", None) else str(e), USAGE)),
-        (IsADirectoryError, lambda e: (f"{e.filename}: is a folder, expected a file", USAGE)),  # type: ignore[attr-defined]
-        (NotADirectoryError, lambda e: (f"{e.filename}: is a file, expected a folder", USAGE)),  # type: ignore[attr-defined]
-        (PermissionError, lambda e: (f"{e.filename}: permission denied", RUNTIME)),  # type: ignore[attr-defined]
-        (ModuleNotFoundError, lambda e: (f"missing dependency: the Python package {e.name!r} is not installed "  # type: ignore[attr-defined]
-                                         "(run `make setup`)", RUNTIME)),
+        (ValidationError, lambda e: (_validation(e), USAGE)),
+        (FileNotFoundError, lambda e: (f"{_fname(e)}: no such file or directory" if _fname(e) else str(e), USAGE)),
+        (IsADirectoryError, lambda e: (f"{_fname(e)}: is a folder, expected a file", USAGE)),
+        (NotADirectoryError, lambda e: (f"{_fname(e)}: is a file, expected a folder", USAGE)),
+        (PermissionError, lambda e: (f"{_fname(e)}: permission denied", RUNTIME)),
+        (ModuleNotFoundError, lambda e: (f"missing dependency: the Python package {getattr(e, 'name', '?')!r} is not "
+                                         "installed (run `make setup`)", RUNTIME)),
         ((ValueError, KeyError), lambda e: (str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e), USAGE)),
         (ConnectionError, lambda e: (f"cannot connect: {e}", RUNTIME)),
     ]
