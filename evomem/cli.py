@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import NoReturn
 
 from evomem.cliargs import add_model_args, model_from_args
 from evomem.commands.common import Command
+from evomem.errors import USAGE, debug_requested, run_reporting
 
 
 def _all_commands() -> dict[str, Command]:
@@ -25,27 +27,31 @@ def _all_commands() -> dict[str, Command]:
     return out
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports a usage error as one line (not the usage block), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="evomem", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = _Parser(prog="evomem", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    debug_help = "Show the Python traceback of an error (also EVOMEM_DEBUG=1)."
+    parser.add_argument("--debug", action="store_true", help=debug_help)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, (model, _, help_text) in _all_commands().items():
-        add_model_args(sub.add_parser(name, help=help_text, description=help_text), model)
+        p = sub.add_parser(name, help=help_text, description=help_text)
+        add_model_args(p, model)
+        # SUPPRESS: a subcommand that is not given --debug leaves the top-level value alone
+        p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=debug_help)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    from graph.cypher_guard import CypherRefused
-    from graph.edits import EditRejected
-    from graph.store import StoreError
-    from llmclients.chat import ChatError
-
+    """The `evomem` entry point: every failure is a sentence on stderr (evomem/errors.py)."""
     ns = build_parser().parse_args(argv)
     model, fn, _ = _all_commands()[ns.command]
-    try:
-        return fn(model_from_args(model, ns))
-    except (EditRejected, StoreError, CypherRefused, ChatError, ValueError) as e:
-        print(f"evomem {ns.command}: error: {e}", file=sys.stderr)
-        return 2
+    return run_reporting(ns.command, lambda: fn(model_from_args(model, ns)), debug_requested(ns.debug))
 
 
 if __name__ == "__main__":

@@ -82,6 +82,8 @@ class Memory:
         raise AssertionError("unreachable")
 
     def undo(self, user_id: str, edit_id: str) -> ChangeSet:
+        """Revert the user's latest not-undone edit ``edit_id`` (graph/edits.py: undo is a stack)."""
+        self.require_user(user_id)  # "unknown user", not "no such edit", when the user id is wrong
         snap, cs = undo(self.store.load_snapshot(user_id), edit_id)
         self.store.commit(cs)
         return cs

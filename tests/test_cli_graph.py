@@ -68,3 +68,42 @@ def test_console_script_demo_with_minilm(tmp_path: Path) -> None:
     assert "[maya] Suggest a vacation for me" in res.stdout
     assert "superseded" in res.stdout and "traversal added" in res.stdout
     assert res.stdout.count("reasoning state") == 5  # one answered request per example request
+
+
+def test_undo_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from evomem.memory import Memory
+    from evomem.settings import Settings
+
+    common = ["--embedder", "hash", "--store-path", str(tmp_path / "s")]
+    assert run(capsys, "load-example", *common)[0] == 0
+    mem = Memory.from_settings(Settings.from_env({}, store={"path": str(tmp_path / "s")}, embedder={"kind": "hash"}))
+    snap = mem.store.load_snapshot("maya")
+    mem.close()
+    last = max((e for e in snap.edits.values() if e.op != "UNDO"), key=lambda e: e.seq)
+    rc, out, _ = run(capsys, "undo", *common, "--user", "maya", "--json", last.edit_id)
+    assert rc == 0 and json.loads(out) == {"undone": last.edit_id, "version": snap.version + 1}
+    rc, _, err = run(capsys, "undo", *common, "--user", "maya", last.edit_id)
+    assert rc == 2 and "already undone" in err
+
+
+@pytest.mark.neo4j
+def test_cli_against_neo4j(capsys: pytest.CaptureFixture[str], _neo4j_store: object, neo4j_uri: str) -> None:
+    """The same commands with --store neo4j, against the test server (wiped first: it is shared)."""
+    _neo4j_store.wipe()  # type: ignore[attr-defined]
+    common = ["--store", "neo4j", "--neo4j-uri", neo4j_uri, "--embedder", "hash"]
+    rc, out, _ = run(capsys, "load-example", *common, "--json")
+    assert rc == 0 and json.loads(out) == {"sessions_loaded": 6, "users": ["leo", "maya", "sara"]}
+    rc, out, _ = run(capsys, "load-example", *common, "--json")  # idempotent: sessions are keyed
+    assert rc == 0 and json.loads(out)["sessions_loaded"] == 0
+    rc, out, _ = run(capsys, "cypher", *common, "--user", "maya", "--json",
+                     "MATCH (f:Fact) RETURN f.fact_id AS id ORDER BY id")
+    assert rc == 0 and "maya::f::knee" in {r["id"] for r in json.loads(out)["rows"]}
+    rc, _, err = run(capsys, "cypher", *common, "--user", "nobody", "MATCH (n) RETURN n")
+    assert rc == 2 and "nobody" in err
+    snap = _neo4j_store.load_snapshot("maya")  # type: ignore[attr-defined]
+    last = max((e for e in snap.edits.values() if e.op != "UNDO"), key=lambda e: e.seq)
+    rc, out, _ = run(capsys, "undo", *common, "--user", "maya", "--json", last.edit_id)
+    assert rc == 0 and json.loads(out)["version"] == snap.version + 1
+    rc, out, _ = run(capsys, "users", *common, "--json")
+    assert rc == 0 and json.loads(out)["users"] == ["leo", "maya", "sara"]
+    _neo4j_store.wipe()  # type: ignore[attr-defined]

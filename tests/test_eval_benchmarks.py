@@ -10,11 +10,14 @@ import pytest
 
 from evomem.evaluation.beam import beam_episodes
 from evomem.evaluation.harness import Harness, HarnessConfig
+from evomem.evaluation.locomo import locomo_episodes
 from evomem.evaluation.memsyco import memsyco_report
 from evomem.evaluation.report import build_report, markdown
 from evomem.memory import Memory
 from induction.pipeline import make_ingestor
+from graph.embedded import EmbeddedStore
 from induction.session import SessionFormatError
+from llmclients.embeddings import HashEmbedder
 
 
 def _msg(i: int, role: str, text: str, anchor: str | None = None) -> dict[str, Any]:
@@ -115,15 +118,15 @@ def write_memsyco(root: Path) -> Path:
 def test_memsyco_report(tmp_path: Path, embedded_memory: Memory) -> None:
     root = write_memsyco(tmp_path / "ms")
     rep = memsyco_report(root, make_ingestor(embedded_memory), k=10, threshold=0.3)
-    for key in ("current_hit", "outdated_leak", "order", "n_rows", "baselines", "tasks", "ci"):
-        assert key in rep, key
-    assert rep["n_rows"] == 2
+    # both rows state the current preference in one sentence of their own: our retrieval must find it
+    assert rep["n_rows"] == 2 and rep["current_hit"] == 1.0 and set(rep["ci"]) >= {"current_hit", "outdated_leak"}
     # NaiveRAG over 3 user turns with K=10 retrieves every turn: both items always "hit", nothing is marked
     b = rep["baselines"]["naive_rag"]
     assert (b["current_hit"], b["outdated_leak"], b["n_rows"]) == (1.0, 1.0, 2)
     t = rep["tasks"]["contextual_scope_control"]
     assert t["n_rows"] == 1 and t["marker"] == "scoped" and t["baseline"]["naive_rag"]["gold_retrieved"] == 1.0
-    assert t["gold_retrieved"] in (0.0, 1.0) and t["marked"] <= t["gold_retrieved"]
+    # the one work-scoped preference is retrieved and arrives marked as scoped (the baseline cannot mark)
+    assert (t["gold_retrieved"], t["marked"], t["errors"]) == (1.0, 1.0, 0)
     assert "valid_memory_selection" in markdown(rep)
     with pytest.raises(SessionFormatError, match="none of"):
         memsyco_report(tmp_path, make_ingestor(embedded_memory))
@@ -138,3 +141,26 @@ def test_memsyco_malformed_row(tmp_path: Path, embedded_memory: Memory) -> None:
     with pytest.raises(SessionFormatError) as e:
         memsyco_report(root, make_ingestor(embedded_memory), tasks=["contextual_scope_control"])
     assert str(f) in str(e.value) and "record 1" in str(e.value) and "question" in str(e.value)
+
+
+def test_locomo_dev_slice_floor(tmp_path: Path, bench_data: Path) -> None:
+    """Real LoCoMo dev data, small slice: conv-26, first 4 sessions (45 scored questions), K=10, budget 600,
+    hashing embedder (256-d), offline extractor — about 2 s.
+
+    Measured 2026-12-01: complete retrieval 0.556, coverage 0.567; naive RAG over turns 0.333, BM25 0.511.
+    The floors sit a little below ours; a retrieval that returned the wrong facts would fall under them
+    and under BM25.
+    """
+    store = EmbeddedStore(tmp_path / "store")
+    store.setup()
+    mem = Memory(store, HashEmbedder(256))
+    cfg = HarnessConfig(k=10, budget=600, limit_conversations=1, limit_sessions=4, baselines=("naive_rag", "bm25"),
+                        ablations=False)
+    run = Harness(make_ingestor(mem), cfg).run(locomo_episodes(bench_data / "locomo"))
+    mem.close()
+    rep = build_report(run, "locomo", {}, n_boot=0)
+    assert rep["n_questions"] == 45
+    assert rep["complete_retrieval_rate"] >= 0.5 and rep["coverage"] >= 0.5
+    assert rep["complete_retrieval_rate"] > rep["baselines"]["naive_rag"]["complete_retrieval_rate"] + 0.1
+    assert rep["complete_retrieval_rate"] >= rep["baselines"]["bm25"]["complete_retrieval_rate"]
+    assert rep["context_tokens_mean"] <= 600

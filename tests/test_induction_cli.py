@@ -9,7 +9,6 @@ import pytest
 
 from evomem.cli import main
 
-DATA = Path("/work/shared/data")
 S = [{"session_id": "s1", "user_id": "maya", "started_at": "2025-08-10T18:00:00Z",
       "turns": [{"role": "user", "text": "I really enjoy hiking in the mountains on weekends."},
                 {"role": "assistant", "text": "Nice!"},
@@ -63,9 +62,8 @@ def test_ingest_forget_history_purge(capsys: pytest.CaptureFixture[str], files: 
     assert "maya" not in out
 
 
-@pytest.mark.skipif(not DATA.exists(), reason="benchmark data folder not present")
-def test_ingest_locomo_conversation(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    rc, out, _ = run(capsys, "ingest", str(DATA / "locomo" / "locomo10.json"), "--format", "locomo", "--conversation",
+def test_ingest_locomo_conversation(capsys: pytest.CaptureFixture[str], tmp_path: Path, bench_data: Path) -> None:
+    rc, out, _ = run(capsys, "ingest", str(bench_data / "locomo" / "locomo10.json"), "--format", "locomo", "--conversation",
                      "conv-26", "--store-path", str(tmp_path / "st"), "--embedder", "hash", "--json")
     rep = json.loads(out)
     assert rc == 0 and rep["committed"] == 19 and rep["turns"] == 419 and rep["failed"] == 0

@@ -16,8 +16,6 @@ from induction.offline import OfflineExtractor
 from induction.pipeline import Ingestor
 from llmclients.embeddings import HashEmbedder
 
-DATA = Path("/work/shared/data/memsyco-bench")
-
 
 def _row(rid: str, turns: list[str], question: str, current: str, outdated: str) -> dict[str, Any]:
     dialogue = []
@@ -48,16 +46,21 @@ def _mem(tmp_path: Path, embedder: Any) -> Memory:
     return Memory(s, embedder)
 
 
-def test_report_fields_on_the_dev_rows(tmp_path: Path) -> None:
-    if not DATA.exists():
-        pytest.skip("benchmark data folder not present")
+def test_dev_slice_floor(tmp_path: Path, bench_data: Path) -> None:
+    """The first 20 dev rows (valid_memory_selection) with the hashing embedder and the offline extractor.
+
+    Measured on 2026-12-01: current_hit 0.20, order 0.20, current_valid 0.15, no errors. The floors
+    sit just below: a retrieval that loses the current item (or an extractor that keeps nothing)
+    scores 0 here. With MiniLM (the slow test below) the same slice scores 0.95 / 0.85 / 0.75.
+    """
     m = _mem(tmp_path, HashEmbedder(256))
     seen: list[int] = []
-    rep = evaluate_memsyco(DATA, Ingestor(m, OfflineExtractor()), MemsycoEvalConfig(limit=3), lambda n, t: seen.append(n))
-    assert rep.n_rows == 3 and len(rep.rows) == 3 and seen == [1, 2, 3] and rep.extractor == "offline"
-    for k in ("current_hit", "outdated_leak", "order", "current_valid", "outdated_leak_any"):
-        assert 0.0 <= getattr(rep, k) <= 1.0
+    rep = evaluate_memsyco(bench_data / "memsyco-bench", Ingestor(m, OfflineExtractor()), MemsycoEvalConfig(limit=20),
+                           lambda n, t: seen.append(n))
+    assert rep.n_rows == 20 and seen == list(range(1, 21)) and rep.errors == 0 and rep.extractor == "offline"
     assert all(r.facts > 0 for r in rep.rows) and rep.match_threshold == 0.45
+    assert rep.current_hit >= 0.15 and rep.order >= 0.15 and rep.current_valid >= 0.1
+    assert rep.current_valid <= rep.current_hit  # valid-and-current is a subset of hit
 
 
 @pytest.mark.slow
@@ -73,3 +76,15 @@ def test_updates_are_found_and_marked_with_minilm(tmp_path: Path) -> None:
         assert r.current_hit and r.current_valid, r
         assert not r.outdated_leak and r.outdated_fact, r  # the old preference was stored and arrives superseded
         assert r.order
+
+
+@pytest.mark.slow
+def test_dev_slice_floor_with_minilm(tmp_path: Path, bench_data: Path) -> None:
+    """The same 20 dev rows with the CPU default embedder. Measured 2026-12-01: current_hit 0.95,
+    order 0.85, current_valid 0.75, outdated_marked 0.25; floors a little below."""
+    from llmclients.embeddings import EmbedderConfig, make_embedder
+
+    m = _mem(tmp_path, make_embedder(EmbedderConfig()))
+    rep = evaluate_memsyco(bench_data / "memsyco-bench", Ingestor(m, OfflineExtractor()), MemsycoEvalConfig(limit=20))
+    assert rep.n_rows == 20 and rep.errors == 0
+    assert rep.current_hit >= 0.85 and rep.order >= 0.75 and rep.current_valid >= 0.65 and rep.outdated_marked >= 0.15

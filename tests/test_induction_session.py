@@ -13,8 +13,6 @@ from induction.adapters import (load_any, load_beam, load_locomo, load_memsyco, 
 from induction.session import Session, SessionFormatError, load_sessions
 from induction.timex import annotate, find_times
 
-DATA = Path("/work/shared/data")
-
 
 def _write(p: Path, rows: list[object], jsonl: bool = True) -> Path:
     p.write_text("\n".join(json.dumps(r) for r in rows) if jsonl else json.dumps(rows))
@@ -91,9 +89,8 @@ def test_dataset_time_and_evidence_parsers() -> None:
     assert normalize_evidence(["D8:6; D9:17", "D:11:26", "D30:05", "D"]) == ("D8:6", "D9:17", "D11:26", "D30:5")
 
 
-@pytest.mark.skipif(not DATA.exists(), reason="benchmark data folder not present")
-def test_locomo_adapter_keeps_dia_ids_and_questions() -> None:
-    convs = load_locomo(DATA / "locomo" / "locomo10.json")
+def test_locomo_adapter_keeps_dia_ids_and_questions(bench_data: Path) -> None:
+    convs = load_locomo(bench_data / "locomo" / "locomo10.json")
     c = convs[0]
     assert c.sample_id == "conv-26" and c.user_id == "conv-26" and c.speakers == ("Caroline", "Melanie")
     s1 = c.sessions[0]
@@ -106,9 +103,8 @@ def test_locomo_adapter_keeps_dia_ids_and_questions() -> None:
     assert sum(len(c.questions) for c in convs) == 1157
 
 
-@pytest.mark.skipif(not DATA.exists(), reason="benchmark data folder not present")
-def test_memsyco_adapter_separates_answer_key() -> None:
-    rows = load_memsyco(DATA / "memsyco-bench" / "valid_memory_selection.jsonl")
+def test_memsyco_adapter_separates_answer_key(bench_data: Path) -> None:
+    rows = load_memsyco(bench_data / "memsyco-bench" / "valid_memory_selection.jsonl")
     assert len(rows) == 193
     r = rows[0]
     assert r.session.user_id == f"memsyco-{r.id}" and r.session.started_at is None
@@ -117,9 +113,8 @@ def test_memsyco_adapter_separates_answer_key() -> None:
     assert r.items[0].content not in dumped and r.question not in dumped  # ingest never sees the key
 
 
-@pytest.mark.skipif(not DATA.exists(), reason="benchmark data folder not present")
-def test_beam_adapter_message_ids_and_grouped_evidence() -> None:
-    convs = load_beam(DATA / "beam" / "100K", conversations=["1"])
+def test_beam_adapter_message_ids_and_grouped_evidence(bench_data: Path) -> None:
+    convs = load_beam(bench_data / "beam" / "100K", conversations=["1"])
     c = convs[0]
     assert c.user_id == "beam-1" and len(c.sessions) == 3 and c.sessions[1].started_at == datetime(2024, 4, 5)
     ids = {s.turn_id(i) for s in c.sessions for i in range(len(s.turns))}
@@ -129,9 +124,8 @@ def test_beam_adapter_message_ids_and_grouped_evidence() -> None:
     assert next(q for q in c.questions if q.ability == "abstention").evidence_ids == ()
 
 
-@pytest.mark.skipif(not DATA.exists(), reason="benchmark data folder not present")
-def test_load_any_refuses_to_merge_conversations_into_one_user() -> None:
-    path = DATA / "locomo" / "locomo10.json"
+def test_load_any_refuses_to_merge_conversations_into_one_user(bench_data: Path) -> None:
+    path = bench_data / "locomo" / "locomo10.json"
     with pytest.raises(SessionFormatError, match="would share user"):
         load_any(path, "locomo", user_id="me")
     s = load_any(path, "locomo", user_id="me", conversation="conv-30")

@@ -54,6 +54,19 @@ def test_plain_completion_and_models(model_server: ServerProcess) -> None:
     assert all(lp <= 0.0 for lp in res.logprobs)
 
 
+def test_models_endpoint_wire_format(model_server: ServerProcess) -> None:
+    """GET /v1/models as vLLM answers it (the OpenAI list shape), behind the same key as completions."""
+    url = model_server.url + "/v1/models"
+    assert httpx.get(url).status_code == 401
+    r = httpx.get(url, headers={"Authorization": f"Bearer {KEY}"})
+    assert r.status_code == 200
+    body = r.json()
+    assert body["object"] == "list" and [m["id"] for m in body["data"]] == ["tiny"]
+    m = body["data"][0]
+    assert m["object"] == "model" and m["owned_by"] == "evomem" and isinstance(m["created"], int)
+    assert isinstance(m["max_model_len"], int) and m["max_model_len"] > 0 and m["root"].endswith("tiny-model")
+
+
 @pytest.mark.parametrize("mode", ["response_format", "structured_outputs", "guided_json"])
 def test_json_schema_request_in_each_dialect(model_server: ServerProcess, mode: str) -> None:
     # The tiny random model cannot write valid JSON; what we check is that every dialect reaches the
@@ -114,7 +127,7 @@ def test_wrong_key_unknown_model_and_bad_requests(model_server: ServerProcess) -
 
 
 def test_streaming_and_the_openai_package(model_server: ServerProcess) -> None:
-    openai = pytest.importorskip("openai")
+    import openai  # a dev dependency (pyproject [dev]): missing is a failure, not a skip
     oc = openai.OpenAI(base_url=model_server.url + "/v1", api_key=KEY, max_retries=0)
     done = oc.chat.completions.create(model="tiny", messages=[{"role": "user", "content": "hi"}], max_tokens=5)
     assert done.choices[0].finish_reason in ("stop", "length") and done.usage.completion_tokens >= 1

@@ -10,11 +10,9 @@ import pytest
 
 from training_data.build import BuildConfig, build_data
 from training_data.factcheck import FeverSource, SciFactSource
-from training_data.memsyco import DEFAULT_ROOT, MemSycoSource
+from training_data.memsyco import MemSycoSource
 from training_data.personamem import PersonaMemSource
 from training_data.synthetic import SyntheticConfig
-
-HAVE_MEMSYCO = Path(DEFAULT_ROOT, "valid_memory_selection.jsonl").is_file()
 
 
 def _jsonl(path: Path, rows: list[dict]) -> Path:
@@ -24,9 +22,8 @@ def _jsonl(path: Path, rows: list[dict]) -> Path:
 
 # --- MemSyco ---------------------------------------------------------------------------------------------
 
-@pytest.mark.skipif(not HAVE_MEMSYCO, reason="MemSyco-Bench dev data not present")
-def test_memsyco_rows_become_instances_with_states_and_no_answer_leak() -> None:
-    insts = list(MemSycoSource(limit_per_task=20).instances(0))
+def test_memsyco_rows_become_instances_with_states_and_no_answer_leak(bench_data: Path) -> None:
+    insts = list(MemSycoSource(bench_data / "memsyco-bench", limit_per_task=20).instances(0))
     assert len(insts) == 100
     by_task: dict[str, list] = {}
     for i in insts:
@@ -48,10 +45,9 @@ def test_memsyco_rows_become_instances_with_states_and_no_answer_leak() -> None:
     assert all(any(g.role == "irrelevant" and not g.use for g in i.gold.values()) for i in by_task["valid_memory_selection"])
 
 
-@pytest.mark.skipif(not HAVE_MEMSYCO, reason="MemSyco-Bench dev data not present")
-def test_memsyco_is_deterministic() -> None:
-    a = [i.model_dump_json() for i in MemSycoSource(limit_per_task=5).instances(1)]
-    b = [i.model_dump_json() for i in MemSycoSource(limit_per_task=5).instances(1)]
+def test_memsyco_is_deterministic(bench_data: Path) -> None:
+    a = [i.model_dump_json() for i in MemSycoSource(limit_per_task=5).instances(1)]  # the default root
+    b = [i.model_dump_json() for i in MemSycoSource(bench_data / "memsyco-bench", limit_per_task=5).instances(1)]
     assert a == b
 
 
@@ -156,17 +152,16 @@ def test_build_data_manifest_is_reproducible(tmp_path: Path) -> None:
     assert manifest["hash"] == m1["hash"] and manifest["seed"] == 3
 
 
-def test_build_data_with_memsyco_and_fever(tmp_path: Path) -> None:
+def test_build_data_with_memsyco_and_fever(tmp_path: Path, bench_data: Path) -> None:
     claims = _jsonl(tmp_path / "f.jsonl", [{"id": 1, "label": "SUPPORTS", "claim": "A is B.", "evidence": [[[1, 2, "A", 0]]]}])
     wiki = tmp_path / "wiki"
     wiki.mkdir()
     _jsonl(wiki / "w.jsonl", [{"id": "A", "lines": "0\tA is indeed B ."}])
     cfg = BuildConfig(synthetic=SyntheticConfig(n=5), fever_claims=str(claims), fever_wiki=str(wiki),
-                      memsyco_root=DEFAULT_ROOT if HAVE_MEMSYCO else None)
+                      memsyco_root=str(bench_data / "memsyco-bench"))
     m = build_data(tmp_path / "out", cfg)
     assert m["counts"]["source"]["fever"] == 1 and m["skipped"]["fever"] == 0
-    if HAVE_MEMSYCO:
-        assert m["counts"]["source"]["memsyco"] == 904
+    assert m["counts"]["source"]["memsyco"] == 904
 
 
 def test_build_data_needs_paired_paths(tmp_path: Path) -> None:

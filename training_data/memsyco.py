@@ -1,4 +1,5 @@
-"""MemSyco-Bench development rows as policy-training instances (read-only: ../shared/data/memsyco-bench).
+"""MemSyco-Bench development rows as policy-training instances (read-only: ../shared/data/memsyco-bench,
+or $EVOMEM_DATA_DIR/memsyco-bench; see training_data/paths.py).
 
 Each row's ``memory.items`` become the facts (the memory a store would hold after the dialogue);
 ``status`` outdated/current becomes a SUPERSEDES edge, and in Memory-Evidence Conflict the decisive and
@@ -23,8 +24,8 @@ from typing import Any
 
 from graph.models import FactKind
 from training_data.base import Category, FactSpec, GoldUse, TrainingInstance, assemble, shuffled_choices
+from training_data.paths import memsyco_root
 
-DEFAULT_ROOT = "/work/shared/data/memsyco-bench"
 TASKS: dict[str, Category] = {
     "personalized_memory_use": "preference-use",
     "valid_memory_selection": "update",
@@ -56,9 +57,9 @@ class MemSycoSource:
 
     name = "memsyco"
 
-    def __init__(self, root: str | Path = DEFAULT_ROOT, tasks: Sequence[str] | None = None,
+    def __init__(self, root: str | Path | None = None, tasks: Sequence[str] | None = None,
                  max_distractors: int = 2, limit_per_task: int | None = None):
-        self.root = Path(root)
+        self.root = Path(root) if root is not None else memsyco_root()
         self.tasks = list(tasks or TASKS)
         unknown = [t for t in self.tasks if t not in TASKS]
         if unknown:

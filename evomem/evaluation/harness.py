@@ -4,7 +4,7 @@ only once the sessions before it are in memory, and score every system on the sa
 Per question, in one pass: our system (``Memory.retrieve`` = K seeds + relation traversal, rendered
 by ``graph.render.render_context`` under the token budget), its ablations (no traversal = seeds
 only; no relational states = facts rendered without states; no Reasoning State = same context, no
-policy output), and the turn baselines over exactly the turns ingested so far. The query is
+policy output, reported only when answers are graded with a policy: its retrieval is ours), and the turn baselines over exactly the turns ingested so far. The query is
 embedded once and shared, so every system pays the same embedding and is timed with it.
 
 No future leakage: a question carries ``after_session`` (how many of its conversation's sessions,
@@ -68,7 +68,7 @@ class HarnessConfig(BaseModel):
                                "(None = everything retrieval returns).")
     baseline_k: int | None = Field(default=None, ge=1, description="Turns per question for the K baselines (None = k).")
     baselines: tuple[BaselineName, ...] = Field(default=BASELINES, description="Turn baselines to run alongside.")
-    ablations: bool = Field(default=True, description="Also score the three ablations.")
+    ablations: bool = Field(default=True, description="Also score the ablations (no_reasoning_state only with answers and a policy).")
     retrieval: RetrievalConfig | None = Field(default=None, description="Seed-search settings for this run (dense/text "
                                               "candidates, RRF k, traversal caps); None = the Memory's own.")
     rrf_k: int = Field(default=60, ge=1, description="RRF constant of the fused turn baseline.")
@@ -299,7 +299,10 @@ class Harness:
                                                                     full.state_tokens)
             else:
                 rec.outcomes["no_relational_states"] = full.model_copy()
-            rec.outcomes["no_reasoning_state"] = full.model_copy(update={"state_tokens": 0})
+            if self.answers is not None and self.policy is not None:
+                # Its retrieval is ours by construction; only the graded answer (without a state) is a
+                # measurement, so without answers it would be a copy of the full run: not reported.
+                rec.outcomes["no_reasoning_state"] = full.model_copy(update={"state_tokens": 0})
         if index is not None:
             bk = cfg.baseline_k or cfg.k
             for name in cfg.baselines:

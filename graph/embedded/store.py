@@ -8,6 +8,7 @@ directory (LadybugDB takes a file lock); inside it, a lock serializes transactio
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -26,7 +27,7 @@ from graph.models import Edit, Relation, Turn, as_utc
 from graph.serialize import (FACT_PROPS, concept_row, edit_row, fact_row, row_concept, row_edit, row_fact,
                              row_relation, row_turn, session_key, turn_key, turn_row)
 from graph.snapshot import ChangeSet, Snapshot, concept_path
-from graph.store import ConcurrentModification, PurgeSet, ReadOnlyViolation, StoreError, Subgraph
+from graph.store import ConcurrentModification, PurgeSet, ReadOnlyViolation, StoreError, StoreLocked, Subgraph
 
 
 def _blob(vec: list[float] | None) -> bytes | None:
@@ -66,7 +67,13 @@ class EmbeddedStore:
 
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = ladybug.Database(str(self.path))
+        try:
+            self._db = ladybug.Database(str(self.path))
+        except RuntimeError as e:  # LadybugDB's file lock: one process owns a store directory
+            m = re.search(r"Could not set lock.*?held by PID (\d+)|(Could not set lock)", str(e))
+            if not m:
+                raise
+            raise StoreLocked(str(self.path), int(m.group(1)) if m.group(1) else None) from e
         self._conn = ladybug.Connection(self._db)
         self._lock = threading.RLock()
         self._index: dict[str, _UserCache] = {}

@@ -71,6 +71,8 @@ class Neo4jStore:
         return [r.data() for r in records]
 
     def setup(self) -> None:
+        # Fail fast on a server that is down: execute_query would retry for 30 s, logging each try.
+        self._driver.verify_connectivity()
         for stmt in Q.schema(self.embedding_dim):
             self._driver.execute_query(stmt, database_=self._db)
         self._driver.execute_query("CALL db.awaitIndexes(300)", database_=self._db)
