@@ -17,7 +17,6 @@ import uuid
 from collections.abc import Iterator
 from typing import Any, Literal
 
-from fastapi.exceptions import HTTPException as FastAPIHTTPException
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -113,19 +112,30 @@ class ChatCompletionRequest(BaseModel):
                 js = rf.get("json_schema") or {}
                 schema = js.get("schema", js.get("json_schema"))
                 if not isinstance(schema, dict):
-                    raise ApiError(400, "response_format.json_schema.schema must be a JSON object", "invalid_schema",
-                                   "response_format")
+                    raise ApiError(400, "The response_format's json_schema.schema must be a JSON object.",
+                                   "invalid_schema", "response_format")
                 return schema
             if kind == "json_object":
                 return {"type": "object"}
             if kind not in (None, "text"):
-                raise ApiError(400, f"unsupported response_format type {kind!r}", "invalid_value", "response_format")
+                raise ApiError(400, "This response_format type is not supported; use json_schema, json_object or "
+                               "text.", "invalid_value", "response_format")
         if self.structured_outputs and "json" in self.structured_outputs:
-            js = self.structured_outputs["json"]
-            return json.loads(js) if isinstance(js, str) else js
+            return _schema(self.structured_outputs["json"], "structured_outputs")
         if self.guided_json is not None:
-            return json.loads(self.guided_json) if isinstance(self.guided_json, str) else self.guided_json
+            return _schema(self.guided_json, "guided_json")
         return None
+
+
+def _schema(value: Any, param: str) -> dict[str, Any]:
+    """A JSON schema given as an object or as a JSON string; 400 (not a crash) for anything else."""
+    try:
+        schema = json.loads(value) if isinstance(value, str) else value
+    except ValueError as e:
+        raise ApiError(400, f"The {param} schema is not valid JSON.", "invalid_schema", param) from e
+    if not isinstance(schema, dict):
+        raise ApiError(400, f"The {param} schema must be a JSON object.", "invalid_schema", param)
+    return schema
 
 
 def completion_body(result: ChatResult, model: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -171,7 +181,12 @@ def sse_chunks(result: ChatResult, model: str, include_usage: bool = False) -> I
 
 class BodyLimitMiddleware:
     """413 for bodies over ``max_bytes``: by Content-Length up front, and by counting for chunked bodies,
-    so an oversized request never reaches JSON parsing (or the store)."""
+    so an oversized request never reaches JSON parsing (or the store).
+
+    A chunked body is cut off here, not by raising into the app: an exception raised from ``receive``
+    reaches FastAPI's body reader wrapped (by any BaseHTTPMiddleware's task group) and came back as
+    400. Instead the 413 is sent at once, the app is told the client disconnected, and whatever the
+    app answers or raises about its cut-off body afterwards is dropped."""
 
     def __init__(self, app: Any, max_bytes: int):
         self.app, self.max_bytes = app, max_bytes
@@ -185,28 +200,37 @@ class BodyLimitMiddleware:
             await self._reject(send)
             return
         seen = 0
-        started = False
+        started = rejected = False
 
         async def counting_receive() -> dict[str, Any]:
-            nonlocal seen
-            msg = await receive()
+            nonlocal seen, started, rejected
+            if rejected:
+                return {"type": "http.disconnect"}
+            msg: dict[str, Any] = await receive()
             if msg["type"] == "http.request":
                 seen += len(msg.get("body", b""))
                 if seen > self.max_bytes:
-                    raise _TooLarge(self.max_bytes)
+                    rejected = True
+                    if not started:
+                        started = True
+                        await self._reject(send)
+                    return {"type": "http.disconnect"}
             return msg
 
         async def tracking_send(msg: dict[str, Any]) -> None:
             nonlocal started
+            if rejected:
+                return
             if msg["type"] == "http.response.start":
                 started = True
             await send(msg)
 
         try:
             await self.app(scope, counting_receive, tracking_send)
-        except _TooLarge:
-            if not started:
-                await self._reject(send)
+        except Exception:
+            if not rejected:
+                raise
+            log.debug("request cut off at %d bytes; the app's error about it is dropped", self.max_bytes)
 
     async def _reject(self, send: Any) -> None:
         body = json.dumps(error_body(413, f"The request body exceeds the limit of {self.max_bytes} bytes.",
@@ -214,15 +238,6 @@ class BodyLimitMiddleware:
         await send({"type": "http.response.start", "status": 413,
                     "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
         await send({"type": "http.response.body", "body": body})
-
-
-class _TooLarge(FastAPIHTTPException):
-    """FastAPI's own HTTPException (not Starlette's base class): its body reader re-raises exactly that
-    type and wraps anything else, Starlette's included, in a 400 — which is how an oversized chunked
-    body (no Content-Length, counted while read) used to come back as 400 instead of 413."""
-
-    def __init__(self, max_bytes: int):
-        super().__init__(413, f"The request body exceeds the limit of {max_bytes} bytes.")
 
 
 def install_error_handlers(app: Any, validation_status: int = 422) -> None:

@@ -35,7 +35,7 @@ def chat_completions(req: ChatCompletionRequest, who: ApiKey | None = Depends(pr
     user_scope(checked_user_id(user_id, "user"), who)
     deps.memory.require_user(user_id)
     if (req.max_completion_tokens or req.max_tokens or 0) > 4096:
-        raise ApiError(422, "max_tokens must be at most 4096.", "validation_error", "max_tokens")
+        raise ApiError(422, "The max_tokens value must be at most 4096.", "validation_error", "max_tokens")
     res, info = deps.pipeline.chat(user_id, req.chat_messages(), max_tokens=req.max_completion_tokens or req.max_tokens,
                                    temperature=req.temperature, stop=req.stop_list(), json_schema=req.json_schema())
     model = req.model or "evomem"
