@@ -73,8 +73,9 @@ def model_error(e: ChatError) -> ApiError:
     if e.kind == "connection":
         # the client's text ends in the socket error ("[Errno 111] ..."): the log has it, the caller gets the gist
         log.warning("%s could not be reached: %s", who, e)
-        return ApiError(502, f"{who} could not be reached (cannot reach model server at {url or 'its URL'}); "
-                        "retrieval, search and /state still work without it.", "model_server_unreachable")
+        still = "; /search, /facts and /state still work without it" if role == "answer" else ""
+        return ApiError(502, f"{who} could not be reached (cannot reach model server at {url or 'its URL'}){still}.",
+                        "model_server_unreachable")
     code = {"invalid_response": "model_server_bad_response"}.get(e.kind, "model_server_error")
     what = "returned an invalid reply" if e.kind == "invalid_response" else "failed"
     return ApiError(502, sentence(f"{who} {what}: {e}"), code)

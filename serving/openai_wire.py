@@ -139,7 +139,7 @@ def _schema(value: Any, param: str) -> dict[str, Any]:
 
 
 def completion_body(result: ChatResult, model: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    lp = None
+    lp: dict[str, Any] | None = None
     if result.logprobs is not None:
         lp = {"content": [{"token": "", "logprob": v, "bytes": None, "top_logprobs": []} for v in result.logprobs]}
     body = {

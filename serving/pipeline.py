@@ -196,6 +196,7 @@ class AnswerPipeline:
         if not bundle.items:
             return _StateOutcome(state=None, text=None, fallback="no evidence", ms=0.0)
         t0 = time.perf_counter()
+        state: ReasoningState | None
         try:
             with model_role("policy", self.policy):
                 state = self.policy.state(request, bundle)

@@ -297,3 +297,20 @@ def test_http_purge_waits_for_the_users_lock(tmp_path: Path) -> None:
         assert r.status_code == 200 and r.json()["status"] == "retracted"
         check(c.post("/v1/users/maya/facts/maya::f::beach/forget"), 409, "already_retracted")
     mem.close()
+
+
+def test_engine_errors_on_both_backends(memory: Memory) -> None:
+    """What each backend's engine says (syntax errors, duplicate ids) never reaches the caller as is:
+    a Cypher the engine rejects is 400, another user's fact id is 409 naming neither owner nor id."""
+    c, _ = make_client(memory)
+    before = store_state(memory)
+    with c:
+        err = check(c.post("/v1/users/maya/cypher", json={"query": "MATCH (f:Fact) RETURN nosuchfn(f) AS x"}), 400)
+        assert err["code"] in ("cypher_invalid", "cypher_refused")
+        batch = {"user_id": "maya", "edits": [{"op": "ATTACH", "concept_id": "maya::c::travel", "fact": {
+            "fact_id": "leo::f::tea", "user_id": "maya", "statement": "Drinks tea"}}]}
+        r = c.post("/v1/users/maya/edits", json=batch)
+        assert r.status_code in (400, 409, 422), r.text
+        msg = check(r, r.status_code)["message"]
+        assert "leo" not in msg and "tea" not in msg
+    assert store_state(memory) == before

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -37,7 +38,7 @@ class AnswerBody(QueryBody):
             raise ValueError(f"unknown prompt {v!r} (known: {', '.join(known_prompts())})")
         return v
 
-    def overrides(self) -> dict[str, object]:
+    def overrides(self) -> dict[str, Any]:
         """The pipeline overrides this body asks for (None = the server's default)."""
         return {"k": self.k, "traverse": self.traverse, "relational_states": self.relational_states,
                 "reasoning_state": self.reasoning_state, "prompt": self.prompt, "max_answer_tokens": self.max_tokens}
