@@ -314,3 +314,24 @@ def test_engine_errors_on_both_backends(memory: Memory) -> None:
         msg = check(r, r.status_code)["message"]
         assert "leo" not in msg and "tea" not in msg
     assert store_state(memory) == before
+
+
+def test_model_server_shares_the_wire_limits() -> None:
+    """The model server speaks the same wire module: a chunked body over its limit is 413 there too,
+    and a malformed schema is 400 (not a crash)."""
+    from llmclients.chat import ChatResult
+    from serving.model_server import create_model_app
+
+    class Echo:
+        name = "echo"
+
+        def complete(self, messages: Any, **kw: Any) -> ChatResult:
+            return ChatResult(text="ok", finish_reason="stop")
+
+    with TestClient(create_model_app(Echo(), "echo", api_key=KEY, max_body_bytes=4096), headers=H) as c:
+        r = c.post("/v1/chat/completions", content=iter([b'{"messages": [{"role": "user", "content": "', b"x" * 8000,
+                                                         b'"}]}']), headers={"Content-Type": "application/json"})
+        check(r, 413, "request_too_large")
+        msg = [{"role": "user", "content": "hi"}]
+        check(c.post("/v1/chat/completions", json={"messages": msg, "guided_json": "{nope"}), 400, "invalid_schema")
+        assert c.post("/v1/chat/completions", json={"messages": msg}).json()["choices"][0]["message"]["content"] == "ok"
