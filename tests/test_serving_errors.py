@@ -335,3 +335,21 @@ def test_model_server_shares_the_wire_limits() -> None:
         msg = [{"role": "user", "content": "hi"}]
         check(c.post("/v1/chat/completions", json={"messages": msg, "guided_json": "{nope"}), 400, "invalid_schema")
         assert c.post("/v1/chat/completions", json={"messages": msg}).json()["choices"][0]["message"]["content"] == "ok"
+
+
+@pytest.mark.parametrize("exc,status,code", [("store", 503, "store_error"), ("runtime", 500, "internal_error"),
+                                             ("key", 500, "internal_error")])
+def test_store_and_engine_text_never_leaks(mem: Memory, monkeypatch: pytest.MonkeyPatch, exc: str, status: int,
+                                           code: str) -> None:
+    from graph.store import StoreError
+
+    secret = "SECRET-DRIVER-TEXT /var/lib/store leo::f::tea"
+    err = {"store": StoreError(secret), "runtime": RuntimeError(secret), "key": KeyError(secret)}[exc]
+
+    def boom(*a: Any, **k: Any) -> Any:
+        raise err
+
+    c, _ = make_client(mem)
+    monkeypatch.setattr(mem.store, "users", boom)
+    body = check(c.get("/v1/users"), status, code)
+    assert "SECRET" not in body["message"] and "leo" not in body["message"]
