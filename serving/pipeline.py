@@ -9,7 +9,8 @@ The pipeline never writes to the store.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from graph.models import RelationalState
 from graph.render import render_context
 from graph.retrieval import EvidenceBundle, Explain
-from llmclients.chat import ChatMessage, ChatModel, ChatResult
+from llmclients.chat import ChatError, ChatMessage, ChatModel, ChatResult
 from llmclients.config import ModelEndpointConfig, ModelsConfig, make_chat_model
 from policy.learned import LocalLearnedPolicy, is_policy_checkpoint
 from policy.base import Policy
@@ -158,6 +159,21 @@ class MemoryLike(Protocol):
     def retrieve(self, user_id: str, query: str, k: int | None = None, traverse: bool | None = None) -> EvidenceBundle: ...
 
 
+@contextmanager
+def model_role(role: str, model: Any) -> Iterator[None]:
+    """Label a ChatError with the model's role, name and URL, so an HTTP 502/504 can say which model
+    of this deployment failed (the answer model and the policy may be different servers)."""
+    try:
+        yield
+    except ChatError as e:
+        if getattr(e, "model_role", None) is None:
+            chat = getattr(model, "chat", model)  # ModelPolicy wraps its ChatModel
+            e.model_role = role  # type: ignore[attr-defined]
+            e.model_name = getattr(chat, "name", None)  # type: ignore[attr-defined]
+            e.model_url = getattr(chat, "base_url", None)  # type: ignore[attr-defined]
+        raise
+
+
 class AnswerPipeline:
     def __init__(self, memory: MemoryLike, policy: Policy, answer_model: ChatModel, config: PipelineConfig | None = None):
         self.memory, self.policy, self.answer_model = memory, policy, answer_model
@@ -180,8 +196,10 @@ class AnswerPipeline:
         if not bundle.items:
             return _StateOutcome(state=None, text=None, fallback="no evidence", ms=0.0)
         t0 = time.perf_counter()
+        state: ReasoningState | None
         try:
-            state = self.policy.state(request, bundle)
+            with model_role("policy", self.policy):
+                state = self.policy.state(request, bundle)
             fallback = None
         except StateParseError as e:
             if cfg.on_policy_error == "raise":
@@ -224,9 +242,10 @@ class AnswerPipeline:
         answer_ms = 0.0
         if generate:
             t1 = time.perf_counter()
-            res = self.answer_model.complete(self.messages(prompt, request, context, outcome, choices),
-                                             max_tokens=cfg.max_answer_tokens or prompt.max_tokens,
-                                             temperature=cfg.temperature)
+            with model_role("answer", self.answer_model):
+                res = self.answer_model.complete(self.messages(prompt, request, context, outcome, choices),
+                                                 max_tokens=cfg.max_answer_tokens or prompt.max_tokens,
+                                                 temperature=cfg.temperature)
             answer_ms = (time.perf_counter() - t1) * 1e3
         return self._result(user_id, request, cfg, prompt, bundle, outcome, context, ctx_tokens, included, res,
                             answer_ms, (time.perf_counter() - t0) * 1e3)
@@ -251,9 +270,10 @@ class AnswerPipeline:
         else:
             msgs = [ChatMessage(role="system", content=inject), *messages]
         t1 = time.perf_counter()
-        res = self.answer_model.complete(msgs, max_tokens=max_tokens or cfg.max_answer_tokens or prompt.max_tokens,
-                                         temperature=cfg.temperature if temperature is None else temperature,
-                                         stop=stop, json_schema=json_schema)
+        with model_role("answer", self.answer_model):
+            res = self.answer_model.complete(msgs, max_tokens=max_tokens or cfg.max_answer_tokens or prompt.max_tokens,
+                                             temperature=cfg.temperature if temperature is None else temperature,
+                                             stop=stop, json_schema=json_schema)
         answer_ms = (time.perf_counter() - t1) * 1e3
         return res, self._result(user_id, request, cfg, prompt, bundle, outcome, context, ctx_tokens, included, res,
                                  answer_ms, (time.perf_counter() - t0) * 1e3)

@@ -209,3 +209,21 @@ def test_metrics_health_and_openapi(servers: tuple[ServerProcess, ServerProcess]
     assert httpx.get(servers[0].url + "/health").json()["status"] == "ok"
     spec = httpx.get(servers[0].url + "/openapi.json").json()
     assert {"/v1/users/{user_id}/answer", "/v1/chat/completions", "/v1/users/{user_id}/cypher"} <= set(spec["paths"])
+
+
+def test_oversized_chunked_body_is_413_over_real_http(admin: httpx.Client) -> None:
+    """No Content-Length (Transfer-Encoding: chunked): the limit is enforced while reading, still 413."""
+    before = fact_count(admin, "maya")
+
+    def body() -> Iterator[bytes]:
+        yield b'{"user_id": "maya", "edits": [], "pad": "'
+        for _ in range(12):
+            yield b"x" * 8192  # 96 KiB > the server's --max-body-bytes 65536
+        yield b'"}'
+
+    r = admin.post("/v1/users/maya/edits", content=body(), headers={"Content-Type": "application/json"})
+    assert "content-length" not in r.request.headers and r.request.headers.get("transfer-encoding") == "chunked"
+    err = error(r, 413)
+    assert err["code"] == "request_too_large" and err["message"].startswith("The request body exceeds")
+    assert fact_count(admin, "maya") == before
+    assert admin.get("/health").status_code == 200  # the server is fine after cutting the request off

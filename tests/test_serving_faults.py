@@ -103,3 +103,9 @@ def test_serve_refuses_to_start_without_a_key(tmp_path: Path) -> None:
     assert main(["serve", "--store-path", str(tmp_path / "s"), "--embedder", "hash"]) == 2
     assert main(["serve", "--store-path", str(tmp_path / "s"), "--embedder", "hash", "--no-auth",
                  "--host", "0.0.0.0"]) == 2
+
+
+def test_unreachable_model_is_named_by_role_and_url(api_on_nothing: ServerProcess) -> None:
+    err = _ask(api_on_nothing).json()["error"]
+    assert err["message"].startswith("The answer model 'gone' at http://127.0.0.1:")
+    assert "Errno" not in err["message"] and "Traceback" not in err["message"]
