@@ -11,7 +11,6 @@ so a failed request leaves the store as it was.
 
 from __future__ import annotations
 
-import json
 import re
 from collections import defaultdict
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from llmclients.chat import ChatError
 from llmclients.local_engine import ContextTooLong
 from llmclients.openai_client import ChatHTTPError
 from policy.state import ReasoningState, StateParseError
+from serving.cypher_route import CypherGate, cypher_body
 from serving.model_server import (ApiError, BodyLimitMiddleware, ChatCompletionRequest, Metrics, bearer_ok,
                                   completion_body, error_body, install_error_handlers, install_metrics, sse_chunks)
 from serving.pipeline import AnswerPipeline, AnswerResult
@@ -373,11 +373,13 @@ def create_app(deps: ApiDeps) -> Any:
     def answer(body: AnswerBody, user_id: str = Depends(existing)) -> AnswerResult:
         return pipe.answer(user_id, body.query, choices=body.choices, **_overrides(body))
 
+    cypher_gate = CypherGate()
+
     @app.post("/v1/users/{user_id}/cypher", tags=["inspect"])
-    def cypher(body: CypherBody, user_id: str = Depends(existing)) -> dict[str, Any]:
-        rows = mem.cypher(user_id, body.query, body.params)
-        return {"user_id": user_id, "rows": json.loads(json.dumps(rows[:cfg.max_cypher_rows], default=str)),
-                "truncated": len(rows) > cfg.max_cypher_rows}
+    async def cypher(body: CypherBody, user_id: str = Depends(existing),
+                     who: ApiKey | None = Depends(principal)) -> dict[str, Any]:
+        rows = await cypher_gate.run(who.key if who else "", lambda: mem.cypher(user_id, body.query, body.params))
+        return cypher_body(user_id, rows, cfg.max_cypher_rows)
 
     # -- OpenAI-compatible chat with memory --
     @app.get("/v1/models", tags=["openai"])
