@@ -7,8 +7,7 @@ than guessed at (look-alike dashes, zero-width characters).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from graph.cypher.errors import CypherRefused
 
@@ -18,11 +17,13 @@ Kind = Literal["word", "qword", "string", "int", "float", "param", "punct", "end
 
 _PUNCT2 = ("<>", "<=", ">=", "..")
 _PUNCT1 = set("()[]{},.:|*+-/%^=<>;")
+_DIGITS = frozenset("0123456789")
+_IDENT_START = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_")
+_IDENT = _IDENT_START | _DIGITS
 _ESCAPES = {"\\": "\\", "'": "'", '"': '"', "n": "\n", "t": "\t", "r": "\r", "b": "\b", "f": "\f"}
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     kind: Kind
     text: str  # decoded value for strings/qwords, the word itself otherwise
     pos: int
@@ -47,22 +48,22 @@ def tokenize(src: str) -> list[Token]:
     i, n = 0, len(src)
     while i < n:
         c = src[i]
-        if c.isspace():
+        if c in _IDENT_START:  # most characters start a word: test that first
+            j = i + 1
+            while j < n and src[j] in _IDENT:
+                j += 1
+            out.append(Token("word", src[i:j], i))
+            i = j
+        elif c.isspace():
             i += 1
-        elif src.startswith("//", i):
+        elif c == "/" and src.startswith("//", i):
             j = src.find("\n", i)
             i = n if j < 0 else j + 1
-        elif src.startswith("/*", i):
+        elif c == "/" and src.startswith("/*", i):
             j = src.find("*/", i + 2)
             if j < 0:
                 raise CypherRefused(f"unterminated /* comment at character {i}")
             i = j + 2
-        elif _is_ident_start(c):
-            j = i + 1
-            while j < n and _is_ident(src[j]):
-                j += 1
-            out.append(Token("word", src[i:j], i))
-            i = j
         elif c == "`":
             j = src.find("`", i + 1)
             if j < 0:
@@ -73,13 +74,13 @@ def tokenize(src: str) -> list[Token]:
             i = j + 1
         elif c in "'\"":
             i = _string(src, i, out)
-        elif c.isascii() and c.isdigit():
+        elif c in _DIGITS:
             i = _number(src, i, out)
         elif c == "$":
             j = i + 1
-            while j < n and _is_ident(src[j]):
+            while j < n and src[j] in _IDENT:
                 j += 1
-            if j == i + 1 or src[i + 1].isdigit():
+            if j == i + 1 or src[i + 1] in _DIGITS:
                 raise CypherRefused(f"a parameter at character {i} must be named like $name")
             out.append(Token("param", src[i + 1:j], i))
             i = j

@@ -221,8 +221,9 @@ class _Parser:
         return RelPat(var, types, "in" if left else "out" if right else "both", hops, props)
 
     def hops(self) -> tuple[int, int]:
-        lo = self.small_int() if self.tok.kind == "int" else 1
-        hi = lo if not self.at("..") else None
+        has_lo = self.tok.kind == "int"
+        lo = self.small_int() if has_lo else 1
+        hi = lo if has_lo and not self.at("..") else None  # *3 is exactly 3; a bare * is unbounded
         if self.eat(".."):
             hi = self.small_int() if self.tok.kind == "int" else None
         if hi is None:
