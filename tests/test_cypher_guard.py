@@ -137,6 +137,8 @@ REFUSED = [
     ("RETURN " + "(" * 200 + "1" + ")" * 200, "nested"),
     ("RETURN " + "-" * 500 + "1", "nested"),
     ("RETURN " + "NOT " * 500 + "true", "nested"),
+    ("RETURN " + "1+" * 1990 + "1", "levels of operators"),
+    ("MATCH (a) WHERE " + " OR ".join(["a.x = 1"] * 200) + " RETURN a", "levels of operators"),
     ("MATCH (x) RETURN x" + " " * MAX_QUERY_CHARS, "limit is 4000"),
 ]
 
@@ -162,21 +164,22 @@ PATHOLOGICAL = [
 
 @pytest.mark.parametrize("query", PATHOLOGICAL)
 def test_pathological_input_is_fast(query: str) -> None:
-    """Linear lexer, bounded recursion: refused or compiled in well under 100 ms."""
+    """Linear lexer, bounded recursion: refused or compiled in well under 100 ms of CPU (CPU time, not
+    wall time: CI machines are shared; bench/cypher.py reports wall time)."""
     assert len(query) <= MAX_QUERY_CHARS
-    t = time.perf_counter()
+    t = time.process_time()
     try:
         compile_query(query, None, "maya")
     except CypherRefused:
         pass
-    assert time.perf_counter() - t < 0.1
+    assert time.process_time() - t < 0.1
 
 
 def test_ten_thousand_characters_are_refused_at_once() -> None:
-    t = time.perf_counter()
+    t = time.process_time()
     with pytest.raises(CypherRefused, match="limit is 4000"):
         tokenize("MATCH (a) RETURN " + "(" * 10_000)
-    assert time.perf_counter() - t < 0.01
+    assert time.process_time() - t < 0.01
 
 
 def test_comments_are_whitespace_not_glue() -> None:

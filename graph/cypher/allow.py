@@ -9,6 +9,7 @@ REL_TYPES = ("PARENT_OF", "CONTAINS", "SUPERSEDES", "CONFLICTS_WITH", "DERIVED_F
 MAX_HOPS = 10  # upper bound of variable-length relationships (*1..3)
 MAX_RANGE = 10_000  # range(a, b) takes literals only, at most this many elements
 MAX_DEPTH = 40  # expression nesting; deeper input is refused (bounded recursion, bounded engine work)
+MAX_TREE = 150  # operator levels in one expression (a + b + c ... counts one per +)
 MAX_SKIP_LIMIT = 1_000_000
 
 AGGREGATES = {"count": "count", "collect": "collect", "sum": "sum", "avg": "avg", "min": "min", "max": "max"}

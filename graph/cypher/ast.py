@@ -149,3 +149,34 @@ Clause = Union[Match, Unwind, Projection]
 class Query:
     clauses: tuple[Clause, ...]
     params: tuple[str, ...]  # parameter names the query uses, in first-use order
+
+
+def children(e: Expr) -> tuple[Expr, ...]:
+    if isinstance(e, Prop):
+        return (e.expr,)
+    if isinstance(e, Func):
+        return e.args
+    if isinstance(e, Unary | IsNull):
+        return (e.expr,)
+    if isinstance(e, Binary):
+        return (e.left, e.right)
+    if isinstance(e, ListLit):
+        return e.items
+    if isinstance(e, MapLit):
+        return tuple(v for _, v in e.pairs)
+    if isinstance(e, Case):
+        return tuple(x for x in (e.subject, e.default, *(y for w in e.whens for y in w)) if x is not None)
+    if isinstance(e, Quant):
+        return (e.source, e.pred)
+    return ()
+
+
+def depth(e: Expr) -> int:
+    """Height of the expression tree, without recursion (operator chains like a+b+c+... are parsed
+    by loops, so their height is bounded only here)."""
+    best, stack = 0, [(e, 1)]
+    while stack:
+        x, d = stack.pop()
+        best = max(best, d)
+        stack.extend((c, d + 1) for c in children(x))
+    return best
