@@ -1,13 +1,15 @@
 """The HTTP side of user Cypher: off the event loop, a few at a time per API key, clear statuses.
 
-A slow query must never stall other users: it runs in a worker thread (anyio) under a small global
-limiter of its own (so it cannot exhaust the pool other sync routes use), each key may have at
-most ``per_key`` queries in flight (more -> 429), and every failure is a 4xx that says what to do.
+A slow query must never stall other users: it runs in a worker thread (anyio) under a global limiter
+of its own (half the cores, at least 2), so it can neither exhaust the pool other sync routes use
+nor take every core from the event loop; each key may have at most ``per_key`` queries in flight
+(more -> 429), and every failure is a 4xx that says what to do.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import defaultdict
 from collections.abc import Callable
@@ -21,7 +23,10 @@ from serving.model_server import ApiError
 
 
 class CypherGate:
-    def __init__(self, per_key: int = 2, total: int = 4):
+    def __init__(self, per_key: int = 2, total: int | None = None):
+        # each running query keeps one core busy (the engine runs it on one thread); leave the rest of
+        # the machine to the event loop and the other routes
+        total = total or max(2, (os.cpu_count() or 2) // 2)
         self.per_key = per_key
         self._active: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
