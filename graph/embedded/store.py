@@ -25,7 +25,7 @@ from graph.models import Edit, Relation, Turn, as_utc
 from graph.serialize import (FACT_PROPS, concept_row, edit_row, fact_row, row_concept, row_edit, row_fact,
                              row_relation, row_turn, session_key, turn_key, turn_row)
 from graph.snapshot import ChangeSet, Snapshot, concept_path
-from graph.store import ConcurrentModification, PurgeSet, ReadOnlyViolation, StoreError, Subgraph
+from graph.store import ConcurrentModification, PurgeSet, StoreError, Subgraph
 
 
 def _blob(vec: list[float] | None) -> bytes | None:

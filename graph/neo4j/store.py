@@ -20,7 +20,7 @@ from graph.neo4j import queries as Q
 from graph.serialize import (concept_row, edit_row, fact_row, row_concept, row_edit, row_fact, row_relation,
                              row_turn, session_key, turn_key, turn_row)
 from graph.snapshot import ChangeSet, Snapshot
-from graph.store import ConcurrentModification, PurgeSet, ReadOnlyViolation, StoreError, Subgraph
+from graph.store import ConcurrentModification, PurgeSet, StoreError, Subgraph
 
 
 def _escape(term: str) -> str:
