@@ -7,7 +7,6 @@ The Relational State of a fact is *derived* from these (see graph/rules.py), nev
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Literal
@@ -41,20 +40,6 @@ def as_utc(value: datetime) -> datetime:
 # One pattern for user ids everywhere they enter (HTTP path, chat 'user' field, CLI): they become
 # Cypher parameters, file-free but logged and shown, so control characters, path-like '..' and
 # unbounded lengths are refused at the door rather than stored.
-USER_ID_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}"
-USER_ID_RULE = ("1 to 128 characters: letters, digits, '.', '_', '@' or '-', starting with a letter or digit, "
-                "with no '..'")
-_USER_ID = re.compile(USER_ID_PATTERN)
-
-
-def validate_user_id(user_id: str) -> str:
-    """``user_id`` unchanged if it is a valid user id, else ValueError with a sentence (never echoing
-    the id itself: it may be 5,000 characters or hold control characters)."""
-    if not isinstance(user_id, str) or not _USER_ID.fullmatch(user_id) or ".." in user_id:
-        raise ValueError(f"a user id must be {USER_ID_RULE}")
-    return user_id
-
-
 class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 

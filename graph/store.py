@@ -87,8 +87,10 @@ class GraphStore(Protocol):
     def users(self) -> list[str]: ...
 
     def run_readonly_cypher(self, user_id: str, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        """Run user-written Cypher read-only; ``$user_id`` is bound to ``user_id`` and results are
-        restricted to that user's nodes (see each backend for how)."""
+        """Run user-written Cypher read-only; ``$user_id`` is bound to ``user_id`` and only that user's
+        data can be reached: every backend hands it to graph/cypher/sandbox.py (parse + allowlist,
+        then a per-user in-memory copy). Raises graph.cypher.CypherRefused (a ValueError) on refusal,
+        engine rejection (CypherFailed) or timeout (CypherTimeout)."""
 
     def purge_user(self, user_id: str) -> int:
         """Hard-delete everything of this user; returns the number of nodes removed."""

@@ -9,7 +9,7 @@ the body limit.
 
 Security model: one or more API keys per deployment (``Authorization: Bearer``); a key may be bound
 to a set of users, and every route that names a user checks the binding (403 otherwise). User ids
-must match ``graph.models.USER_ID_PATTERN`` (400 otherwise). Errors always have the OpenAI shape
+must match ``graph.ids.USER_ID_PATTERN`` (400 otherwise). Errors always have the OpenAI shape
 ``{"error": {"message", "type", "code"}}`` with a sentence as message. Reads never write; writes go
 through ``Memory.apply`` (one atomic batch), the injected ingest function (atomic per session) or
 induction/forget.py (under the per-user lock), so a failed request leaves the store as it was.

@@ -17,7 +17,8 @@ from typing import Any
 from fastapi import Depends, Header, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from graph.models import validate_user_id
+from graph.ids import validate_user_id
+from serving.cypher_route import CypherGate
 from serving.metrics import Metrics
 from serving.openai_wire import ApiError, bearer_ok
 from serving.pipeline import AnswerPipeline
@@ -66,6 +67,7 @@ class ApiDeps:
     settings: ApiSettings = field(default_factory=ApiSettings)
     ingest: IngestFn | None = None
     metrics: Metrics = field(default_factory=Metrics)
+    cypher_gate: CypherGate = field(default_factory=CypherGate)
 
 
 def get_deps(request: Request) -> ApiDeps:
@@ -86,11 +88,12 @@ def principal(authorization: str | None = Header(default=None), deps: ApiDeps = 
 
 
 def checked_user_id(user_id: str, param: str = "user_id") -> str:
-    """400 with a sentence for an id outside the documented pattern (graph.models.USER_ID_PATTERN)."""
+    """400 with a sentence for an id outside the documented pattern (graph.ids.USER_ID_PATTERN)."""
     try:
         return validate_user_id(user_id)
     except ValueError as e:
-        raise ApiError(400, f"Invalid user id: {e}.", "invalid_user_id", param) from e
+        msg = str(e)
+        raise ApiError(400, f"{msg[:1].upper()}{msg[1:]}.", "invalid_user_id", param) from e
 
 
 def user_scope(user_id: str, who: ApiKey | None) -> str:

@@ -254,23 +254,23 @@ def test_readonly_cypher_refuses_writes(store: Any) -> None:
     assert len(rows) == 4 and {r["c"] for r in rows} == {"travel", "health"}
 
 
-def test_readonly_transaction_is_the_last_line(store: Any) -> None:
-    """Even if a write slipped past the guard, the database transaction is read-only."""
-    from graph import cypher_guard
+def test_readonly_transaction_is_the_last_line(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Even if a write slipped past the parser, the sandbox transaction is read-only, and the sandbox
+    is a copy: the store itself never sees user Cypher."""
+    from graph.cypher import sandbox
+    from graph.cypher.serialize import UID_PARAM, Compiled
 
     vacation_user(store)
-    real = cypher_guard.scope_to_user
-    try:
-        # simulate a guard bug: pass the query through unchanged
-        import graph.embedded.store as es
-        import graph.neo4j.store as ns
-
-        es.scope_to_user = ns.scope_to_user = lambda q: q  # type: ignore[assignment]
-        with pytest.raises((ReadOnlyViolation, StoreError)):
-            store.run_readonly_cypher("maya", "MATCH (f:Fact) SET f.statement = 'pwned' RETURN f.statement AS s")
-    finally:
-        es.scope_to_user = ns.scope_to_user = real  # type: ignore[assignment]
+    before = store.counts()
+    # simulate a parser bug: pass the query through unchanged
+    monkeypatch.setattr(sandbox, "compile_query", lambda q, p, u: Compiled(q, {UID_PARAM: u}, ["s"]))
+    with pytest.raises((ReadOnlyViolation, StoreError)):
+        store.run_readonly_cypher("maya", "MATCH (f:Fact) SET f.statement = 'pwned' RETURN f.statement AS s")
+    monkeypatch.undo()
     assert all(f.statement != "pwned" for f in store.load_snapshot("maya").facts.values())
+    assert store.counts() == before
+    rows = store.run_readonly_cypher("maya", "MATCH (f:Fact) RETURN f.statement AS s")
+    assert rows and all(r["s"] != "pwned" for r in rows)
 
 
 def test_traversal_closure_on_long_chain_and_clique(store: Any) -> None:

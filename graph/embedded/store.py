@@ -20,14 +20,14 @@ from typing import Any
 import numpy as np
 
 from graph.bm25 import BM25
-from graph.cypher_guard import UID_PARAM, scope_to_user
+from graph.cypher.sandbox import run_user_cypher
 from graph.edits import claimed_ids, id_taken
 from graph.embedded import queries as Q
 from graph.models import Edit, Relation, Turn, as_utc
 from graph.serialize import (FACT_PROPS, concept_row, edit_row, fact_row, row_concept, row_edit, row_fact,
                              row_relation, row_turn, session_key, turn_key, turn_row)
 from graph.snapshot import ChangeSet, Snapshot, concept_path
-from graph.store import ConcurrentModification, PurgeSet, ReadOnlyViolation, StoreError, StoreLocked, Subgraph
+from graph.store import ConcurrentModification, PurgeSet, StoreError, StoreLocked, Subgraph
 
 
 def _blob(vec: list[float] | None) -> bytes | None:
@@ -271,20 +271,9 @@ class EmbeddedStore:
             return [r[0] for r in self._q(Q.USERS)]
 
     def run_readonly_cypher(self, user_id: str, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        scoped = scope_to_user(query)
-        with self._lock:
-            self._q("BEGIN TRANSACTION READ ONLY")
-            try:
-                res = self._conn.execute(scoped, {**(params or {}), UID_PARAM: user_id})
-                cols = res.get_column_names()
-                rows = [dict(zip(cols, r)) for r in res.get_all()]
-            except RuntimeError as e:
-                if "read-only" in str(e).lower() or "read only" in str(e).lower():
-                    raise ReadOnlyViolation(f"query tried to write: {e}") from e
-                raise StoreError(f"Cypher failed: {e}") from e
-            finally:
-                self._rollback()
-        return rows
+        # Parsed against an allowlist and run in a per-user in-memory copy (graph/cypher/sandbox.py):
+        # user-written Cypher never runs on this store.
+        return run_user_cypher(self, user_id, query, params)
 
     def purge_user(self, user_id: str) -> int:
         n = 0

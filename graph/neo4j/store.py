@@ -1,8 +1,7 @@
 """Neo4j backend (driver 6.x) for a real Neo4j 5 server or cluster.
 
 Commits run in one write transaction that first locks the user's ``UserMeta`` node, so two
-writers for one user serialize and the loser sees a moved version. User Cypher runs in a READ
-session after graph/cypher_guard.py has pinned it to one user.
+writers for one user serialize and the loser sees a moved version. User Cypher never reaches the server: graph/cypher/sandbox.py runs it on a per-user in-memory copy.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from graph.bm25 import tokenize
-from graph.cypher_guard import UID_PARAM, scope_to_user
+from graph.cypher.sandbox import run_user_cypher
 from graph.edits import id_taken
 from graph.ids import validate_user_id
 from graph.models import Edit, Turn
@@ -24,7 +23,7 @@ from graph.neo4j import queries as Q
 from graph.serialize import (concept_row, edit_row, fact_row, row_concept, row_edit, row_fact, row_relation,
                              row_turn, session_key, turn_key, turn_row)
 from graph.snapshot import ChangeSet, Snapshot
-from graph.store import ConcurrentModification, PurgeSet, ReadOnlyViolation, StoreError, Subgraph
+from graph.store import ConcurrentModification, PurgeSet, StoreError, Subgraph
 
 
 def _escape(term: str) -> str:
@@ -257,16 +256,9 @@ class Neo4jStore:
         return [r["u"] for r in self._read(Q.USERS)]
 
     def run_readonly_cypher(self, user_id: str, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        scoped = scope_to_user(query)
-        neo4j = self._neo4j
-        try:
-            with self._driver.session(database=self._db, default_access_mode=neo4j.READ_ACCESS) as s:
-                res = s.run(scoped, {**(params or {}), UID_PARAM: user_id})
-                return [{k: _plain(v) for k, v in rec.items()} for rec in res]
-        except neo4j.exceptions.ClientError as e:
-            if "read" in (e.message or "").lower() and "access mode" in (e.message or "").lower():
-                raise ReadOnlyViolation(f"query tried to write: {e.message}") from e
-            raise StoreError(f"Cypher failed: {e.message}") from e
+        # Parsed against an allowlist and run in a per-user in-memory copy (graph/cypher/sandbox.py):
+        # user-written Cypher never runs on this store.
+        return run_user_cypher(self, user_id, query, params)
 
     def purge_user(self, user_id: str) -> int:
         def work(tx: Any) -> int:

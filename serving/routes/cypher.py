@@ -1,15 +1,16 @@
-"""Read-only Cypher over the user's own subgraph (the guard in graph/cypher_guard.py pins every pattern
-to the user). Errors: a refused query 400, a query the engine rejects 400 (serving/errors.py)."""
+"""Read-only Cypher over the user's own subgraph (graph/cypher/: parsed against an allowlist, run in a
+per-user sandbox). The query runs off the event loop, a few at a time per key (serving/cypher_route.py);
+refused or invalid 400, timed out 408, too many in flight 429."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from serving.deps import ApiDeps, existing, get_deps
+from serving.cypher_route import cypher_body
+from serving.deps import ApiDeps, ApiKey, existing, get_deps, principal
 
 router = APIRouter(tags=["inspect"])
 
@@ -21,7 +22,7 @@ class CypherBody(BaseModel):
 
 
 @router.post("/v1/users/{user_id}/cypher")
-def cypher(body: CypherBody, user_id: str = Depends(existing), deps: ApiDeps = Depends(get_deps)) -> dict[str, Any]:
-    cap = deps.settings.max_cypher_rows
-    rows = deps.memory.cypher(user_id, body.query, body.params)
-    return {"user_id": user_id, "rows": json.loads(json.dumps(rows[:cap], default=str)), "truncated": len(rows) > cap}
+async def cypher(body: CypherBody, user_id: str = Depends(existing), deps: ApiDeps = Depends(get_deps),
+                 who: ApiKey | None = Depends(principal)) -> dict[str, Any]:
+    rows = await deps.cypher_gate.run(who.key if who else "", lambda: deps.memory.cypher(user_id, body.query, body.params))
+    return cypher_body(user_id, rows, deps.settings.max_cypher_rows)

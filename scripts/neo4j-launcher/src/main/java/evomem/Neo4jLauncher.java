@@ -81,6 +81,9 @@ public final class Neo4jLauncher {
                 .setConfig(GraphDatabaseSettings.keep_logical_logs, "1 files")
                 .setConfig(GraphDatabaseSettings.logical_log_rotation_threshold, ByteUnit.mebiBytes(16))
                 .setConfig(GraphDatabaseSettings.preallocate_logical_logs, false)
+                // Backstop: no transaction runs unbounded (the default is 0 = forever). User Cypher
+                // never reaches this server (graph/cypher/sandbox.py); this bounds everything else.
+                .setConfig(GraphDatabaseSettings.transaction_timeout, Duration.ofSeconds(120))
                 // Netty's default graceful Bolt shutdown idles ~15 s; tests want a quick stop.
                 .setConfig(GraphDatabaseInternalSettings.netty_server_shutdown_quiet_period, 0)
                 .setConfig(GraphDatabaseInternalSettings.netty_server_shutdown_timeout, Duration.ofSeconds(2))

@@ -1,0 +1,254 @@
+"""Defence in depth: user Cypher runs in a per-user, in-memory LadybugDB copy of that user's data.
+
+Even if the parser let something through, the engine it reaches holds one user's Concepts, Facts,
+Turns, Edits and Sessions and nothing else: no other user, no embeddings, no UserMeta. Both backends
+use it, so a Neo4j server never sees user-written Cypher. The copy is rebuilt when the user's data
+changes: it is cached by (user, digest of the user's snapshot), so a purge-and-reingest that lands
+on the same version number cannot serve purged text. Queries run in a READ ONLY transaction with a
+timeout, a watchdog interrupt and a small buffer pool, and at most ``max_rows + 1`` rows are kept
+(the extra row tells callers the result was truncated).
+
+LadybugDB has no switch that disables its file clauses (LOAD FROM, COPY, EXPORT, ATTACH,
+INSTALL); they cannot reach it because the text it runs is re-serialized from an AST whose
+grammar has no such clauses (graph/cypher/serialize.py).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import weakref
+from collections import OrderedDict
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from graph.cypher import compile_query
+from graph.cypher.errors import CypherFailed, CypherTimeout
+from graph.models import as_utc
+from graph.serialize import concept_row, edit_row, fact_row, session_key, turn_key, turn_row
+from graph.snapshot import Snapshot
+from graph.store import ReadOnlyViolation
+
+
+class SandboxSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    max_users: int = Field(default=8, ge=1, description="Per-user copies kept in memory (LRU).")
+    buffer_pool_mb: int = Field(default=64, ge=16, description="Memory one user's copy and its queries may use.")
+    timeout_s: float = Field(default=2.0, gt=0, description="A query running longer is interrupted.")
+    max_rows: int = Field(default=1000, ge=1, description="Rows kept per query (one more signals truncation).")
+
+
+SCHEMA = [
+    "CREATE NODE TABLE Turn(key STRING PRIMARY KEY, turn_id STRING, user_id STRING, session_id STRING,"
+    " seq INT64, role STRING, text STRING, at TIMESTAMP)",
+    "CREATE NODE TABLE Session(key STRING PRIMARY KEY, session_id STRING, user_id STRING, content_hash STRING)",
+    "CREATE NODE TABLE Fact(fact_id STRING PRIMARY KEY, user_id STRING, statement STRING, kind STRING,"
+    " holder STRING, evidence STRING, source_turn_ids STRING[], session_id STRING, observed_at TIMESTAMP,"
+    " valid_from TIMESTAMP, valid_to TIMESTAMP, recorded_at TIMESTAMP, expired_at TIMESTAMP,"
+    " retracted_at TIMESTAMP, scope STRING, qualifiers STRING, confidence DOUBLE)",
+    "CREATE NODE TABLE Concept(concept_id STRING PRIMARY KEY, user_id STRING, name STRING, description STRING,"
+    " created_at TIMESTAMP, retired_at TIMESTAMP)",
+    "CREATE NODE TABLE Edit(edit_id STRING PRIMARY KEY, user_id STRING, seq INT64, session_id STRING, op STRING,"
+    " at TIMESTAMP, payload STRING, undone_at TIMESTAMP)",
+    "CREATE REL TABLE PARENT_OF(FROM Concept TO Concept)",
+    "CREATE REL TABLE CONTAINS(FROM Concept TO Fact)",
+    "CREATE REL TABLE SUPERSEDES(FROM Fact TO Fact, at TIMESTAMP, reason STRING)",
+    "CREATE REL TABLE CONFLICTS_WITH(FROM Fact TO Fact, at TIMESTAMP, reason STRING, resolved_at TIMESTAMP)",
+    "CREATE REL TABLE DERIVED_FROM(FROM Fact TO Turn)",
+]
+_TS = ("at", "created_at", "retired_at", "observed_at", "valid_from", "valid_to", "recorded_at", "expired_at",
+       "retracted_at", "resolved_at", "undone_at")
+
+
+def _create(label: str, cols: tuple[str, ...]) -> str:
+    sets = ", ".join(f"{c}: CAST(r.{c} AS TIMESTAMP)" if c in _TS else f"{c}: r.{c}" for c in cols)
+    return f"UNWIND $rows AS r CREATE (:{label} {{{sets}}})"
+
+
+_FACT_COLS = ("fact_id", "user_id", "statement", "kind", "holder", "evidence", "source_turn_ids", "session_id",
+              "observed_at", "valid_from", "valid_to", "recorded_at", "expired_at", "retracted_at", "scope",
+              "qualifiers", "confidence")
+_LOAD = {
+    "Turn": _create("Turn", ("key", "turn_id", "user_id", "session_id", "seq", "role", "text", "at")),
+    "Session": _create("Session", ("key", "session_id", "user_id", "content_hash")),
+    "Fact": _create("Fact", _FACT_COLS),
+    "Concept": _create("Concept", ("concept_id", "user_id", "name", "description", "created_at", "retired_at")),
+    "Edit": _create("Edit", ("edit_id", "user_id", "seq", "session_id", "op", "at", "payload", "undone_at")),
+}
+_LINK = {
+    "PARENT_OF": "UNWIND $rows AS r MATCH (a:Concept {concept_id: r.a}), (b:Concept {concept_id: r.b}) "
+                 "CREATE (a)-[:PARENT_OF]->(b)",
+    "CONTAINS": "UNWIND $rows AS r MATCH (a:Concept {concept_id: r.a}), (b:Fact {fact_id: r.b}) CREATE (a)-[:CONTAINS]->(b)",
+    "SUPERSEDES": "UNWIND $rows AS r MATCH (a:Fact {fact_id: r.a}), (b:Fact {fact_id: r.b}) "
+                  "CREATE (a)-[:SUPERSEDES {at: CAST(r.at AS TIMESTAMP), reason: r.reason}]->(b)",
+    "CONFLICTS_WITH": "UNWIND $rows AS r MATCH (a:Fact {fact_id: r.a}), (b:Fact {fact_id: r.b}) "
+                      "CREATE (a)-[:CONFLICTS_WITH {at: CAST(r.at AS TIMESTAMP), reason: r.reason, "
+                      "resolved_at: CAST(r.resolved_at AS TIMESTAMP)}]->(b)",
+    "DERIVED_FROM": "UNWIND $rows AS r MATCH (a:Fact {fact_id: r.a}), (b:Turn {key: r.b}) CREATE (a)-[:DERIVED_FROM]->(b)",
+}
+
+
+def _iso(row: dict[str, Any]) -> dict[str, Any]:
+    return {k: (as_utc(v).replace(tzinfo=None).isoformat() if isinstance(v, datetime) else v) for k, v in row.items()}
+
+
+def snapshot_digest(snap: Snapshot) -> str:
+    """A digest of everything the copy is built from (the snapshot; turns are fixed by their ids)."""
+    h = hashlib.blake2b(digest_size=16)
+    h.update(repr((snap.user_id, snap.version, sorted(snap.facts.items()), sorted(snap.concepts.items()),
+                   sorted(snap.parent.items()), sorted(snap.fact_concept.items()), sorted(snap.relations.items()),
+                   sorted(snap.edits.items()), sorted(snap.turn_ids), sorted(snap.sessions.items()))).encode())
+    return h.hexdigest()
+
+
+class _Box:
+    """One user's in-memory copy; one query at a time on its connection."""
+
+    def __init__(self, settings: SandboxSettings):
+        import ladybug
+
+        self.db = ladybug.Database(":memory:", buffer_pool_size=settings.buffer_pool_mb * 1024 * 1024,
+                                   max_num_threads=1)
+        self.conn = ladybug.Connection(self.db)
+        self.lock = threading.Lock()
+        for stmt in SCHEMA:
+            self.conn.execute(stmt)
+
+    def load(self, rows: dict[str, list[dict[str, Any]]]) -> None:
+        for key, q in (*_LOAD.items(), *_LINK.items()):
+            if rows.get(key):
+                self.conn.execute(q, {"rows": rows[key]})
+
+
+def _rows(store: Any, snap: Snapshot) -> dict[str, list[dict[str, Any]]]:
+    u = snap.user_id
+    turns = store.turns(u, sorted(snap.turn_ids)) if snap.turn_ids else []
+    turn_keys = {t.turn_id: turn_key(u, t.turn_id) for t in turns}
+    facts = []
+    for f in snap.facts.values():
+        r = fact_row(f)
+        facts.append(_iso({c: r.get(c) for c in _FACT_COLS}))
+    return {
+        "Turn": [_iso(turn_row(t)) for t in turns],
+        "Session": [{"key": session_key(u, s), "session_id": s, "user_id": u, "content_hash": h}
+                    for s, h in snap.sessions.items()],
+        "Fact": facts,
+        "Concept": [_iso(concept_row(c)) for c in snap.concepts.values()],
+        "Edit": [_iso(edit_row(e)) for e in snap.edits.values()],
+        "PARENT_OF": [{"a": p, "b": c} for c, p in snap.parent.items() if c in snap.concepts and p in snap.concepts],
+        "CONTAINS": [{"a": c, "b": f} for f, c in snap.fact_concept.items() if c in snap.concepts and f in snap.facts],
+        "SUPERSEDES": [_iso({"a": r.src, "b": r.dst, "at": r.at, "reason": r.reason})
+                       for r in snap.relations.values() if r.type == "SUPERSEDES"
+                       and r.src in snap.facts and r.dst in snap.facts],
+        "CONFLICTS_WITH": [_iso({"a": r.src, "b": r.dst, "at": r.at, "reason": r.reason, "resolved_at": r.resolved_at})
+                           for r in snap.relations.values() if r.type == "CONFLICTS_WITH"
+                           and r.src in snap.facts and r.dst in snap.facts],
+        "DERIVED_FROM": [{"a": f.fact_id, "b": turn_keys[t]} for f in snap.facts.values()
+                         for t in dict.fromkeys(f.source_turn_ids) if t in turn_keys],
+    }
+
+
+_INTERNAL = re.compile(r"\b([vac])(\d+)\b")
+
+
+def _plain(v: Any) -> Any:
+    """Engine values as JSON-friendly Python: nodes/relationships as property maps (Neo4j-like)."""
+    if isinstance(v, dict):
+        if "_NODES" in v and "_RELS" in v:
+            return {"nodes": [_plain(n) for n in v["_NODES"]], "relationships": [_plain(r) for r in v["_RELS"]]}
+        if "_LABEL" in v and "_ID" in v:
+            props = {k: _plain(x) for k, x in v.items() if not k.startswith("_") and x is not None}
+            return {"type": v["_LABEL"], **props} if "_SRC" in v else {"labels": [v["_LABEL"]], **props}
+        return {k: _plain(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plain(x) for x in v]
+    return v
+
+
+class CypherSandbox:
+    def __init__(self, settings: SandboxSettings | None = None):
+        self.settings = settings or SandboxSettings()
+        self._boxes: OrderedDict[tuple[str, str], _Box] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _box(self, store: Any, snap: Snapshot) -> _Box:
+        # every empty user shares one empty copy; no user id is stored in it
+        key = ("", "") if not (snap.facts or snap.concepts or snap.edits or snap.turn_ids or snap.sessions) \
+            else (snap.user_id, snapshot_digest(snap))
+        with self._lock:
+            box = self._boxes.get(key)
+            if box is not None:
+                self._boxes.move_to_end(key)
+                return box
+        box = _Box(self.settings)
+        if key != ("", ""):
+            box.load(_rows(store, snap))
+        with self._lock:
+            self._boxes[key] = box
+            for k in [k for k in self._boxes if k[0] == key[0] and k != key]:
+                del self._boxes[k]  # older copies of this user are stale
+            while len(self._boxes) > self.settings.max_users:
+                self._boxes.popitem(last=False)
+        return box
+
+    def run(self, store: Any, user_id: str, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        compiled = compile_query(query, params, user_id)  # refusals cost no store access
+        box = self._box(store, store.load_snapshot(user_id))
+        s = self.settings
+        with box.lock:
+            conn = box.conn
+            conn.set_query_timeout(int(s.timeout_s * 1000))
+            # the engine checks its timeout between batches; the watchdog covers a step that runs long
+            dog = threading.Timer(s.timeout_s * 1.5 + 0.2, conn.interrupt)
+            conn.execute("BEGIN TRANSACTION READ ONLY")
+            dog.start()
+            try:
+                res = conn.execute(compiled.text, compiled.params)
+                assert not isinstance(res, list)  # one statement in, one result out
+                out: list[list[Any]] = []
+                while res.has_next() and len(out) <= s.max_rows:
+                    out.append(list(res.get_next()))
+            except RuntimeError as e:
+                raise _translate(e, compiled.names, s.timeout_s) from None
+            finally:
+                dog.cancel()
+                try:
+                    conn.execute("ROLLBACK")
+                except RuntimeError:
+                    pass
+        return [{c: _plain(v) for c, v in zip(compiled.columns, row)} for row in out]
+
+
+def _translate(e: RuntimeError, names: dict[str, str], timeout_s: float) -> Exception:
+    msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+    low = msg.lower()
+    if "interrupted" in low or "timeout" in low:
+        return CypherTimeout(f"the query ran longer than {timeout_s:g} s and was stopped; narrow it "
+                             "(a LIMIT, fewer hops, fewer MATCH parts)")
+    if "read-only" in low or "read only" in low:
+        return ReadOnlyViolation(f"query tried to write: {msg}")
+    if "buffer pool is full" in low or "unable to allocate" in low:
+        return CypherFailed("the query needs more memory than a user query may use; narrow it")
+    msg = _INTERNAL.sub(lambda m: names.get(m.group(0), "?" if m.group(1) != "c" else "a column"), msg)
+    return CypherFailed(f"the query cannot run: {msg}")
+
+
+_SANDBOXES: weakref.WeakKeyDictionary[Any, CypherSandbox] = weakref.WeakKeyDictionary()
+_REGISTRY_LOCK = threading.Lock()
+
+
+def sandbox_for(store: Any) -> CypherSandbox:
+    """The sandbox cache of one store instance (created on first use, dropped with the store)."""
+    with _REGISTRY_LOCK:
+        sb = _SANDBOXES.get(store)
+        if sb is None:
+            sb = _SANDBOXES[store] = CypherSandbox()
+        return sb
+
+
+def run_user_cypher(store: Any, user_id: str, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """What ``GraphStore.run_readonly_cypher`` does on every backend: parse, refuse or run in the copy."""
+    return sandbox_for(store).run(store, user_id, query, params)
