@@ -19,7 +19,7 @@ from fastapi import Request
 from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 
-from graph.cypher_guard import CypherRefused
+from graph.cypher.errors import CypherRefused
 from graph.edits import EditRejected
 from graph.store import ConcurrentModification, ReadOnlyViolation, StoreError, UnknownUser
 from llmclients.chat import ChatError

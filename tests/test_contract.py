@@ -14,7 +14,7 @@ from graph.models import Fact, Turn
 from graph.render import render_context
 from graph.retrieval import RetrievalConfig, retrieve
 from graph.store import ConcurrentModification, ReadOnlyViolation, StoreError
-from graph.cypher_guard import CypherRefused
+from graph.cypher.errors import CypherRefused
 from llmclients.embeddings import HashEmbedder
 
 EMB = HashEmbedder(16)

@@ -39,6 +39,9 @@ def compile_query(query: str, params: dict[str, Any] | None, user_id: str) -> Co
     """Parse ``query``, check it against the allowlist and return canonical Cypher pinned to ``user_id``.
 
     ``$user_id`` may be used without passing it (it is the caller's user). Raises CypherRefused.
+
+    >>> compile_query("MATCH (c:Concept)-[:CONTAINS]->(f:Fact) RETURN c.name LIMIT 5", None, "").text
+    'MATCH (v0:Concept)-[a1:CONTAINS]->(v1:Fact) WHERE (v0.`user_id` = $evomem_uid) AND (v1.`user_id` = $evomem_uid) RETURN v0.`name` AS c0 LIMIT 5'
     """
     q = parse(query)
     given = dict(params or {})
