@@ -51,13 +51,18 @@ class CypherGate:
         try:
             return await anyio.to_thread.run_sync(fn, limiter=self._limiter)
         except CypherTimeout as e:
-            raise ApiError(408, f"cypher timed out: {e}", "cypher_timeout") from e
+            raise ApiError(408, _sentence("Cypher timed out", e), "cypher_timeout") from e
         except CypherFailed as e:
-            raise ApiError(400, f"cypher failed: {e}", "cypher_invalid") from e
+            raise ApiError(400, _sentence("Cypher failed", e), "cypher_invalid") from e
         except CypherRefused as e:
-            raise ApiError(400, f"cypher refused: {e}", "cypher_refused") from e
+            raise ApiError(400, _sentence("Cypher refused", e), "cypher_refused") from e
         finally:
             self._leave(key)
+
+
+def _sentence(what: str, e: Exception) -> str:
+    msg = str(e).rstrip()
+    return f"{what}: {msg}" + ("" if msg.endswith((".", "?", "!")) else ".")
 
 
 def cypher_body(user_id: str, rows: list[dict[str, Any]], max_rows: int) -> dict[str, Any]:

@@ -147,7 +147,7 @@ HOSTILE: list[tuple[str, str, str, dict[str, Any], int, str | None]] = [
     ("cypher", "POST", "/v1/users/maya/cypher", {"json": {"query": "MATCH (f:Fact) DETACH DELETE f RETURN 1"}}, 400,
      None),
     ("cypher", "POST", "/v1/users/maya/cypher", {"json": {"query": "MATCH (f:Fact) RETURN nosuchfn(f) AS x"}}, 400,
-     "cypher_invalid"),
+     "cypher_refused"),  # the allowlist refuses it before any engine sees it
     ("cypher", "POST", "/v1/users/maya/cypher", {"json": {"query": "MATCH (f:Fact) RETURN f LIMIT 'x'"}}, 400, None),
     ("cypher", "POST", "/v1/users/maya/cypher", {"json": {"query": ""}}, 422, "validation_error"),
     ("chat", "POST", "/v1/chat/completions", {"json": {"messages": []}}, 422, "validation_error"),
