@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from evomem.evaluation.beam import beam_episodes
-from evomem.evaluation.harness import Harness, HarnessConfig
-from evomem.evaluation.memsyco import memsyco_report
-from evomem.evaluation.report import build_report, markdown
-from evomem.memory import Memory
+from evaluation.beam import beam_episodes
+from evaluation.harness import Harness, HarnessConfig
+from evaluation.memsyco import memsyco_report
+from evaluation.report import build_report, markdown
+from memcore.memory import Memory
 from induction.pipeline import make_ingestor
 from induction.session import SessionFormatError
 

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from evomem.cli import build_parser, main
-from evomem.evaluation.answers import Judge, load_judge_prompt, parse_verdict
-from evomem.evaluation.harness import AnswerSetup, Harness, HarnessConfig
-from evomem.evaluation.locomo import locomo_episodes, reference, score_answer
-from evomem.evaluation.report import build_report
-from evomem.memory import Memory
+from evaluation.answers import Judge, load_judge_prompt, parse_verdict
+from evaluation.harness import AnswerSetup, Harness, HarnessConfig
+from evaluation.locomo import locomo_episodes, reference, score_answer
+from evaluation.report import build_report
+from memcore.memory import Memory
 from induction.pipeline import make_ingestor
 from llmclients.chat import ChatMessage, ChatResult
 from policy.rule import RulePolicy

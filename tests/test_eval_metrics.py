@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from evomem.evaluation.metrics import (EvidenceScore, acc_at_complete, bootstrap_ci, locomo_f1, multi_answer_f1,
+from evaluation.metrics import (EvidenceScore, acc_at_complete, bootstrap_ci, locomo_f1, multi_answer_f1,
                                        normalize_answer, paired_bootstrap_ci, score_evidence, summarize, token_f1,
                                        turns_of_facts)
 from graph.models import Fact

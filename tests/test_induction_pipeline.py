@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from evomem.memory import Memory
+from memcore.memory import Memory
 from graph.edits import AttachFact, EditBatch, apply_batch
 from graph.models import Fact
 from graph.retrieval import retrieve

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evomem.memory import Memory
+from memcore.memory import Memory
 from llmclients.chat import ChatMessage, ChatResult, Usage
 from policy.rule import RulePolicy
 from policy.state import StateParseError

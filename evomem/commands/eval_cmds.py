@@ -78,7 +78,7 @@ class EvalOptions(LLMOptions):
         if self.policy == "learned" and not self.policy_url:
             raise ValueError("--policy learned needs --policy-url (the served policy adapter)")
         if self.baselines:
-            from evomem.evaluation.baselines import BASELINES
+            from evaluation.baselines import BASELINES
 
             bad = [b for b in self.baselines if b not in BASELINES]
             if bad:
@@ -110,8 +110,8 @@ def _policy(opts: EvalOptions) -> Any:
 def _answer_setup(opts: EvalOptions, mem: Any, policy: Any, module: Any) -> Any:
     if opts.answers == "off":
         return None
-    from evomem.evaluation.answers import Judge
-    from evomem.evaluation.harness import AnswerSetup
+    from evaluation.answers import Judge
+    from evaluation.harness import AnswerSetup
     from llmclients.config import make_chat_model
     from policy.rule import RulePolicy
     from serving.pipeline import AnswerPipeline, PipelineConfig
@@ -124,7 +124,7 @@ def _answer_setup(opts: EvalOptions, mem: Any, policy: Any, module: Any) -> Any:
 
 
 def cmd_eval(opts: EvalOptions) -> int:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from induction.pipeline import make_ingestor
 
     settings = opts.settings()
@@ -157,13 +157,13 @@ def cmd_eval(opts: EvalOptions) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     rep["meta"]["wall_s"] = round(time.perf_counter() - t0, 2)
     if opts.out:
-        from evomem.evaluation.report import write_outputs
+        from evaluation.report import write_outputs
 
         rep["meta"]["outputs"] = [str(p) for p in write_outputs(rep, opts.out, questions)]
     if opts.as_json:
         print(json.dumps(rep, default=str))
     else:
-        from evomem.evaluation.report import markdown
+        from evaluation.report import markdown
 
         print(markdown(rep))
     return 0
@@ -176,9 +176,9 @@ def _bar(opts: EvalOptions, desc: str) -> Any:
 
 
 def _run_dialogue(opts: EvalOptions, ing: Any, mem: Any, prefix: str, meta: dict[str, Any]) -> tuple[dict[str, Any], list[Any], list[str]]:
-    from evomem.evaluation import beam, locomo
-    from evomem.evaluation.harness import Harness, HarnessConfig
-    from evomem.evaluation.report import build_report
+    from evaluation import beam, locomo
+    from evaluation.harness import Harness, HarnessConfig
+    from evaluation.report import build_report
     from graph.retrieval import RetrievalConfig
 
     module = locomo if opts.benchmark == "locomo" else beam
@@ -221,7 +221,7 @@ def _run_dialogue(opts: EvalOptions, ing: Any, mem: Any, prefix: str, meta: dict
 
 
 def _run_memsyco(opts: EvalOptions, ing: Any, prefix: str) -> dict[str, Any]:
-    from evomem.evaluation.memsyco import memsyco_report
+    from evaluation.memsyco import memsyco_report
 
     bar = _bar(opts, "memsyco")
 

@@ -1,5 +1,5 @@
 """Induction subcommands: ingest, forget, purge, history. (``evomem eval memsyco`` lives in eval_cmds.py and
-scores with induction/memsyco_eval.py.)
+scores with evaluation/memsyco_selection.py.)
 
     evomem ingest --user maya sessions.jsonl
     evomem ingest --format locomo /work/shared/data/locomo/locomo10.json --conversation conv-26
@@ -94,7 +94,7 @@ def _sorted_sessions(sessions: list[Any]) -> list[Any]:
 def cmd_ingest(opts: IngestOptions) -> int:
     from tqdm import tqdm
 
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from induction.adapters import load_any
     from induction.pipeline import IngestError, make_ingestor
 
@@ -154,7 +154,7 @@ def cmd_ingest(opts: IngestOptions) -> int:
 
 
 def cmd_forget(opts: ForgetOptions) -> int:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from induction.config import ForgetConfig
     from induction.forget import retract
 
@@ -172,7 +172,7 @@ def cmd_forget(opts: ForgetOptions) -> int:
 
 
 def cmd_purge(opts: PurgeOptions) -> int:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from induction.forget import purge, purge_turns
 
     if not opts.yes:
@@ -191,7 +191,7 @@ def cmd_purge(opts: PurgeOptions) -> int:
 
 
 def cmd_history(opts: HistoryOptions) -> int:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from induction.history import UnknownFact, fact_history
 
     mem = Memory.from_settings(opts.settings())

@@ -149,7 +149,7 @@ def cmd_serve(opts: ServeOptions) -> int:
 
 
 def cmd_answer(opts: AnswerOptions) -> int:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from serving.pipeline import AnswerPipeline, build_models
 
     mem = Memory.from_settings(opts.settings())

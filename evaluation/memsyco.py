@@ -1,6 +1,6 @@
 """MemSyco-Bench, judge-free: does the right memory come back, and does the misleading one come back marked?
 
-- ``valid_memory_selection`` (update): ``induction.memsyco_eval.evaluate_memsyco`` (current-hit,
+- ``valid_memory_selection`` (update): ``evaluation.memsyco_selection.evaluate_memsyco`` (current-hit,
   outdated-leak, order; see that module for the matching rule) is reused as is.
 - The other four tasks have one remembered (``active``) item each. A stored fact stands for a gold
   item when it is the item's most similar fact at or above the same cosine threshold; the item is
@@ -30,10 +30,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from evomem.evaluation.metrics import bootstrap_ci
+from evaluation.metrics import bootstrap_ci
 from graph.retrieval import EvidenceItem, RetrievalConfig
 from induction.adapters import MemsycoRow, load_memsyco
-from induction.memsyco_eval import MemsycoEvalConfig, evaluate_memsyco
+from evaluation.memsyco_selection import MemsycoEvalConfig, evaluate_memsyco
 from induction.pipeline import IngestError, Ingestor
 from induction.session import SessionFormatError
 

@@ -40,9 +40,9 @@ def load_judge_prompt(name: str = "judge_v1") -> JudgePrompt:
     if name.endswith((".yaml", ".yml")):
         text = Path(name).read_text(encoding="utf-8")
     else:
-        res = resources.files("evomem.evaluation.prompts").joinpath(f"{name}.yaml")
+        res = resources.files("evaluation.prompts").joinpath(f"{name}.yaml")
         if not res.is_file():
-            raise ValueError(f"no judge prompt {name!r} in evomem/evaluation/prompts")
+            raise ValueError(f"no judge prompt {name!r} in evaluation/prompts")
         text = res.read_text(encoding="utf-8")
     prompt = JudgePrompt.model_validate(yaml.safe_load(text))
     for ph in ("{question}", "{reference}", "{answer}"):

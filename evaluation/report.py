@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evomem.evaluation.harness import ABLATIONS, SYSTEM, QuestionRecord, RunResult
-from evomem.evaluation.metrics import (EvidenceScore, acc_at_complete, paired_bootstrap_ci, percentile, summarize)
+from evaluation.harness import ABLATIONS, SYSTEM, QuestionRecord, RunResult
+from evaluation.metrics import (EvidenceScore, acc_at_complete, paired_bootstrap_ci, percentile, summarize)
 
 # Table 4 of the EvoMemState paper (LoCoMo-Refined, not the same questions as LoCoMo dev: a yardstick only).
 PAPER_LOCOMO = {"evomemstate": {"hit_rate": 0.816, "coverage": 0.747, "complete_retrieval_rate": 0.680,

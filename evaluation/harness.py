@@ -22,8 +22,8 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evomem.evaluation.baselines import BASELINES, BaselineName, TurnIndex
-from evomem.evaluation.metrics import score_evidence, turns_of_facts, whitespace_tokens
+from evaluation.baselines import BASELINES, BaselineName, TurnIndex
+from evaluation.metrics import score_evidence, turns_of_facts, whitespace_tokens
 from graph.render import render_context
 from graph.retrieval import EvidenceBundle, RetrievalConfig
 from graph.store import StoreError
@@ -336,7 +336,7 @@ class Harness:
 
     # ------------------------------------------------------------------ answers (optional)
     def _baseline_answer(self, q: EvalQuestion, context: str) -> str | None:
-        from evomem.evaluation.answers import answer_from_turns
+        from evaluation.answers import answer_from_turns
         from llmclients.chat import ChatError
 
         assert self.answers is not None
