@@ -6,30 +6,12 @@ Nothing reads the environment at import time; ``Settings.from_env`` is called by
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from graph.retrieval import RetrievalConfig
 from llmclients.config import ModelsConfig
 from llmclients.embeddings import EmbedderConfig
-
-
-class StoreConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    backend: Literal["embedded", "neo4j"] = Field(default="embedded", description="Where the ontology lives.")
-    path: str = Field(default=".evomem/store", description="Embedded store directory (LadybugDB).")
-    neo4j_uri: str | None = Field(default=None, description="bolt:// or neo4j:// URI of a Neo4j 5 server/cluster.")
-    neo4j_user: str | None = Field(default=None, description="Neo4j user (None = auth disabled).")
-    neo4j_password: str | None = Field(default=None, description="Neo4j password.")
-    neo4j_database: str | None = Field(default=None, description="Database name (None = server default).")
-
-    @model_validator(mode="after")
-    def _neo4j_needs_uri(self) -> StoreConfig:
-        if self.backend == "neo4j" and not self.neo4j_uri:
-            raise ValueError("store backend 'neo4j' needs neo4j_uri (or EVOMEM_NEO4J_URI); "
-                             "start a local one with scripts/neo4j-server start")
-        return self
+from memcore.stores import StoreConfig
 
 
 class Settings(BaseModel):

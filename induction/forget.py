@@ -23,9 +23,11 @@ from pydantic import BaseModel, Field
 
 from graph.edits import EditBatch, Retract, apply_batch
 from graph.snapshot import Snapshot
-from graph.store import ConcurrentModification, PurgeSet, UnknownUser
+from graph.store import PurgeSet, UnknownUser
 from induction.config import ForgetConfig
-from induction.pipeline import MemoryLike, user_lock
+from induction.pipeline import user_lock
+from memcore.memory import Memory
+from memcore.retry import commit_with_retry
 
 
 class ForgetError(ValueError):
@@ -70,21 +72,18 @@ def request_text(request: str) -> str:
     return core or request.strip()
 
 
-def _commit_retract(memory: MemoryLike, user_id: str, ids: list[str], reason: str, retries: int = 5) -> int:
-    for attempt in range(retries):
-        snap = memory.store.load_snapshot(user_id)
-        batch = EditBatch(user_id=user_id, edits=[Retract(fact_id=f, reason=reason[:300]) for f in ids])
+def _commit_retract(memory: Memory, user_id: str, ids: list[str], reason: str, retries: int = 5) -> int:
+    batch = EditBatch(user_id=user_id, edits=[Retract(fact_id=f, reason=reason[:300]) for f in ids])
+
+    def attempt(snap: Snapshot, n: int) -> int:
         new, cs = apply_batch(snap, batch)
-        try:
-            memory.store.commit(cs)
-            return new.version
-        except ConcurrentModification:
-            if attempt == retries - 1:
-                raise
-    raise AssertionError("unreachable")
+        memory.store.commit(cs)
+        return new.version
+
+    return commit_with_retry(memory.store, user_id, attempt, retries)
 
 
-def retract(memory: MemoryLike, user_id: str, fact_id: str | None = None, request: str | None = None,
+def retract(memory: Memory, user_id: str, fact_id: str | None = None, request: str | None = None,
             reason: str = "", cfg: ForgetConfig | None = None, all_matches: bool = False) -> RetractReport:
     """Retract one fact by id, or the fact(s) a natural-language request names (bounded similarity)."""
     cfg = cfg or ForgetConfig()
@@ -109,7 +108,7 @@ def retract(memory: MemoryLike, user_id: str, fact_id: str | None = None, reques
     return RetractReport(user_id=user_id, retracted=chosen, version=version)
 
 
-def _match(memory: MemoryLike, snap: Snapshot, request: str, cfg: ForgetConfig, all_matches: bool) -> list[RetractedFact]:
+def _match(memory: Memory, snap: Snapshot, request: str, cfg: ForgetConfig, all_matches: bool) -> list[RetractedFact]:
     from induction.resolve import normalize_text
 
     vec = memory.embedder.embed([request_text(request)])[0]
@@ -130,15 +129,10 @@ def _match(memory: MemoryLike, snap: Snapshot, request: str, cfg: ForgetConfig, 
     return [RetractedFact(fact_id=best[0], statement=best[1], similarity=best[2])]
 
 
-def purge(memory: MemoryLike, user_id: str) -> PurgeReport:
+def purge(memory: Memory, user_id: str) -> PurgeReport:
     """Hard-delete everything of the user."""
     with user_lock(memory.store, user_id):
-        n = memory.store.purge_user(user_id)
-        # Neo4jStore caches embeddings per (user, version); a purged user restarts at version 0, so a
-        # stale entry could be served after re-ingest. Drop it until the store does so itself.
-        cache = getattr(memory.store, "_emb_cache", None)
-        if isinstance(cache, dict):
-            cache.pop(user_id, None)
+        n = memory.store.purge_user(user_id)  # the store drops its own per-user caches (GraphStore.purge_user)
     return PurgeReport(user_id=user_id, deleted={"nodes": n})
 
 
@@ -183,19 +177,13 @@ def plan_purge_turns(snap: Snapshot, turn_ids: Sequence[str], turn_sessions: dic
                     session_ids=tuple(sorted(sessions)))
 
 
-def purge_turns(memory: MemoryLike, user_id: str, turn_ids: Sequence[str], retries: int = 5) -> PurgeReport:
+def purge_turns(memory: Memory, user_id: str, turn_ids: Sequence[str], retries: int = 5) -> PurgeReport:
     """Hard-delete the given turns and everything derived from them, atomically."""
+    def attempt(snap: Snapshot, n: int) -> PurgeReport:
+        stored = memory.store.turns(user_id, sorted(snap.turn_ids))
+        plan = plan_purge_turns(snap, turn_ids, {t.turn_id: t.session_id for t in stored})
+        deleted = memory.store.purge_items(plan)
+        return PurgeReport(user_id=user_id, deleted=deleted, unknown_turn_ids=sorted(set(turn_ids) - snap.turn_ids))
+
     with user_lock(memory.store, user_id):
-        for attempt in range(retries):
-            snap = memory.store.load_snapshot(user_id)
-            stored = memory.store.turns(user_id, sorted(snap.turn_ids))
-            plan = plan_purge_turns(snap, turn_ids, {t.turn_id: t.session_id for t in stored})
-            try:
-                deleted = memory.store.purge_items(plan)
-            except ConcurrentModification:
-                if attempt == retries - 1:
-                    raise
-                continue
-            return PurgeReport(user_id=user_id, deleted=deleted,
-                               unknown_turn_ids=sorted(set(turn_ids) - snap.turn_ids))
-    raise AssertionError("unreachable")
+        return commit_with_retry(memory.store, user_id, attempt, retries)

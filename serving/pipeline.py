@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,6 +19,7 @@ from graph.render import render_context
 from graph.retrieval import EvidenceBundle, Explain
 from llmclients.chat import ChatMessage, ChatModel, ChatResult
 from llmclients.config import ModelEndpointConfig, ModelsConfig, make_chat_model
+from memcore.memory import Memory
 from policy.learned import LocalLearnedPolicy, is_policy_checkpoint
 from policy.base import Policy
 from policy.rule import RulePolicy
@@ -154,12 +155,8 @@ class _StateOutcome(BaseModel):
     completion_tokens: int = 0
 
 
-class MemoryLike(Protocol):
-    def retrieve(self, user_id: str, query: str, k: int | None = None, traverse: bool | None = None) -> EvidenceBundle: ...
-
-
 class AnswerPipeline:
-    def __init__(self, memory: MemoryLike, policy: Policy, answer_model: ChatModel, config: PipelineConfig | None = None):
+    def __init__(self, memory: Memory, policy: Policy, answer_model: ChatModel, config: PipelineConfig | None = None):
         self.memory, self.policy, self.answer_model = memory, policy, answer_model
         self.config = config or PipelineConfig()
         self._rule = RulePolicy()

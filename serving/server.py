@@ -10,11 +10,12 @@ from __future__ import annotations
 from typing import Any
 
 from llmclients.config import ModelsConfig
+from memcore.memory import Memory, MemorySettings
 from serving.api import ApiDeps, ApiSettings, IngestFn, create_app
 from serving.pipeline import AnswerPipeline, PipelineConfig, build_models
 
 
-def default_ingest(memory: Any) -> IngestFn | None:
+def default_ingest(memory: Memory) -> IngestFn | None:
     """Session ingestion through ``induction`` with its default (offline, no-LLM) configuration.
 
     Returns None when induction is not importable, so the API still serves everything else."""
@@ -32,12 +33,10 @@ def default_ingest(memory: Any) -> IngestFn | None:
     return ingest
 
 
-def build_deps(settings: Any, models: ModelsConfig, pipeline: PipelineConfig, api: ApiSettings,
+def build_deps(settings: MemorySettings, models: ModelsConfig, pipeline: PipelineConfig, api: ApiSettings,
                ingest: IngestFn | None | bool = True) -> ApiDeps:
-    """``settings`` is ``evomem.settings.Settings`` (store, embedder, retrieval). ``ingest``: a function,
+    """``settings``: store, embedder, retrieval (``evomem.settings.Settings`` fits). ``ingest``: a function,
     None (no ingestion route), or True (induction's default ingestor)."""
-    from evomem.memory import Memory
-
     memory = Memory.from_settings(settings)
     try:
         policy, answer_model = build_models(models, pipeline)
@@ -49,7 +48,7 @@ def build_deps(settings: Any, models: ModelsConfig, pipeline: PipelineConfig, ap
                    ingest=fn)
 
 
-def run_server(settings: Any, models: ModelsConfig, pipeline: PipelineConfig, api: ApiSettings, host: str, port: int,
+def run_server(settings: MemorySettings, models: ModelsConfig, pipeline: PipelineConfig, api: ApiSettings, host: str, port: int,
                log_level: str = "info") -> None:
     import uvicorn
 
