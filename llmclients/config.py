@@ -1,4 +1,4 @@
-"""Typed configuration for model endpoints (policy, answer model) and the factory that builds clients.
+"""Typed configuration for model endpoints (policy, answer model); clients are built by llmclients/factory.py.
 
 One config class describes any endpoint: an OpenAI-compatible server (vLLM in production, our
 ``evomem serve-model`` on CPU), the in-process transformers engine, or — for the policy only — the
@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from llmclients.chat import ChatModel
 
 EndpointKind = Literal["openai", "local", "rule"]
 StructuredMode = Literal["response_format", "structured_outputs", "guided_json"]
@@ -112,15 +110,3 @@ class ModelsConfig(BaseModel):
             out[name] = ModelEndpointConfig(**d)
         return cls(**out)
 
-
-def make_chat_model(cfg: ModelEndpointConfig) -> ChatModel:
-    """Build the client for ``cfg``. Local engines load their weights here (seconds), clients connect lazily."""
-    if cfg.kind == "openai":
-        from llmclients.openai_client import OpenAIChatClient
-
-        return OpenAIChatClient(cfg)
-    if cfg.kind == "local":
-        from llmclients.local_engine import LocalChatEngine
-
-        return LocalChatEngine.from_config(cfg)
-    raise ValueError("kind 'rule' is a policy, not a chat model; build it with serving.pipeline.make_policy")

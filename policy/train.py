@@ -130,7 +130,7 @@ def build_answer_model(cfg: TrainConfig) -> tuple[AnswerModel, JudgeScorer | Non
 
     if cfg.answer.kind == "reader":
         return ReaderAnswerModel(), None
-    from llmclients.config import make_chat_model
+    from llmclients.factory import make_chat_model
 
     assert cfg.answer.endpoint is not None  # the config validator guarantees it
     judge = JudgeScorer(make_chat_model(cfg.answer.judge)) if cfg.answer.judge else None

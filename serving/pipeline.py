@@ -18,7 +18,8 @@ from graph.models import RelationalState
 from graph.render import render_context
 from graph.retrieval import EvidenceBundle, Explain
 from llmclients.chat import ChatMessage, ChatModel, ChatResult
-from llmclients.config import ModelEndpointConfig, ModelsConfig, make_chat_model
+from llmclients.config import ModelEndpointConfig, ModelsConfig
+from llmclients.factory import make_chat_model
 from memcore.memory import Memory
 from policy.learned import LocalLearnedPolicy, is_policy_checkpoint
 from policy.base import Policy

@@ -138,7 +138,8 @@ def _judge(body: dict[str, Any]) -> str:
 
 
 def test_judge_scorer_over_a_real_openai_compatible_http_server() -> None:
-    from llmclients.config import ModelEndpointConfig, make_chat_model
+    from llmclients.config import ModelEndpointConfig
+    from llmclients.factory import make_chat_model
 
     with FaultServer(mode="ok", reply=_judge) as srv:
         chat = make_chat_model(ModelEndpointConfig(kind="openai", base_url=srv.url, model="judge", max_retries=0))

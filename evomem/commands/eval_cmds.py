@@ -101,7 +101,7 @@ def _policy(opts: EvalOptions) -> Any:
         from policy.rule import RulePolicy
 
         return RulePolicy()
-    from llmclients.config import make_chat_model
+    from llmclients.factory import make_chat_model
     from serving.pipeline import ModelPolicy
 
     return ModelPolicy(make_chat_model(_endpoint(opts.policy_url, opts.policy_model, opts.llm_timeout_s)))
@@ -112,7 +112,7 @@ def _answer_setup(opts: EvalOptions, mem: Any, policy: Any, module: Any) -> Any:
         return None
     from evaluation.answers import Judge
     from evaluation.harness import AnswerSetup
-    from llmclients.config import make_chat_model
+    from llmclients.factory import make_chat_model
     from policy.rule import RulePolicy
     from serving.pipeline import AnswerPipeline, PipelineConfig
 

@@ -40,7 +40,8 @@ class LLMOptions(CommonOptions):
         cfg = self.ingest_config()
         if cfg.extractor != "llm" and cfg.adjudicator != "llm":
             return None
-        from llmclients.config import ModelEndpointConfig, make_chat_model
+        from llmclients.config import ModelEndpointConfig
+        from llmclients.factory import make_chat_model
 
         if self.llm_url:
             return make_chat_model(ModelEndpointConfig(kind="openai", base_url=self.llm_url, model=self.llm_model,
