@@ -28,7 +28,8 @@ from graph.snapshot import Snapshot
 from graph.store import ConcurrentModification, GraphStore
 from induction.adjudicate import Adjudicator, RuleAdjudicator, adjudicate_safely, to_edits
 from induction.config import IngestConfig
-from induction.extract import ExtractionError, ExtractionResult, Extractor, OntologyBranch, RejectedItem, build_branch
+from induction.branch import OntologyBranch, build_branch
+from induction.extract import ExtractionError, ExtractionResult, Extractor, RejectedItem
 from induction.resolve import resolve
 from induction.session import Session
 from induction.validate import apply_checked, check_evidence, check_kinds

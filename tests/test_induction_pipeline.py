@@ -17,7 +17,8 @@ from graph.retrieval import retrieve
 from graph.snapshot import Snapshot
 from induction.adjudicate import LLMAdjudicator, RuleAdjudicator
 from induction.config import IngestConfig, RuleAdjudicatorConfig
-from induction.extract import CandidateFact, ExtractionResult, LLMExtractor, OntologyBranch
+from induction.branch import OntologyBranch
+from induction.extract import CandidateFact, ExtractionResult, LLMExtractor
 from induction.offline import OfflineExtractor
 from induction.pipeline import IngestError, Ingestor
 from induction.session import Session
