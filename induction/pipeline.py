@@ -34,6 +34,7 @@ from induction.resolve import resolve
 from induction.session import Session
 from induction.validate import apply_checked, check_evidence, check_kinds
 from llmclients.chat import ChatModel
+from llmclients.config import ModelEndpointConfig
 from memcore.memory import Memory
 from memcore.retry import commit_with_retry
 
@@ -215,3 +216,12 @@ def make_ingestor(memory: Memory, config: IngestConfig | None = None, chat: Chat
     adjudicator: Adjudicator = (LLMAdjudicator(chat, cfg.llm) if cfg.adjudicator == "llm" and chat is not None
                                 else RuleAdjudicator(cfg.rules))
     return Ingestor(memory, extractor, adjudicator, cfg)
+
+
+def build_ingestor(memory: Memory, config: IngestConfig, extraction: ModelEndpointConfig) -> Ingestor:
+    """The ingestor the settings describe (``Settings.ingest`` + ``Settings.models.extraction``): the
+    extraction model is built (and, for a local engine, loaded) only when an llm choice needs it."""
+    from llmclients.factory import make_chat_model
+
+    needs_chat = config.extractor == "llm" or config.adjudicator == "llm"
+    return make_ingestor(memory, config, make_chat_model(extraction) if needs_chat else None)

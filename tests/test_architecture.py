@@ -56,3 +56,36 @@ def test_every_package_states_its_role_in_one_sentence() -> None:
         assert doc, f"{pkg}/__init__.py has no docstring"
         first = doc.split("\n\n")[0].strip()
         assert first.endswith((".", ")")) and first.count(". ") == 0, f"{pkg}: say its role in one sentence: {first!r}"
+
+
+def _import_time_nodes(tree: ast.AST) -> list[ast.AST]:
+    """Nodes that run when the module is imported: everything outside function bodies and lambdas."""
+    out: list[ast.AST] = []
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        out.append(node)
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+                todo.extend(child.decorator_list if not isinstance(child, ast.Lambda) else [])
+                continue
+            todo.append(child)
+    return out
+
+
+def test_no_environment_reads_at_import_time() -> None:
+    ig = _script()
+    offenders = []
+    for pkg in ig.PACKAGES:
+        for f in sorted((ROOT / pkg).rglob("*.py")):
+            for node in _import_time_nodes(ast.parse(f.read_text())):
+                name = (node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else "")
+                if name in ("environ", "getenv"):
+                    offenders.append(f"{f.relative_to(ROOT)}:{getattr(node, 'lineno', '?')}")
+    assert offenders == []
+
+
+def test_the_env_check_sees_a_module_level_read() -> None:
+    tree = ast.parse("import os\nX = os.environ.get('A')\ndef f():\n    return os.getenv('B')\n")
+    names = [n.attr for n in _import_time_nodes(tree) if isinstance(n, ast.Attribute)]
+    assert "environ" in names and "getenv" not in names

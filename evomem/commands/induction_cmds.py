@@ -46,7 +46,7 @@ class LLMOptions(CommonOptions):
         if self.llm_url:
             return make_chat_model(ModelEndpointConfig(kind="openai", base_url=self.llm_url, model=self.llm_model,
                                                        timeout_s=self.llm_timeout_s))
-        return make_chat_model(ModelEndpointConfig(kind="local"))
+        return make_chat_model(self.settings().models.extraction)  # EVOMEM_EXTRACTION_*; default SmolLM2 in process
 
 
 class IngestOptions(LLMOptions):

@@ -144,7 +144,9 @@ def cmd_serve(opts: ServeOptions) -> int:
         print(f"evomem serve: --no-auth is only allowed on a loopback address, not {opts.host}", file=sys.stderr)
         return 2
     api = ApiSettings(keys=keys, require_auth=opts.auth, max_body_bytes=opts.max_body_bytes)
-    run_server(opts.settings(), opts.models(), opts.pipeline_config(), api, opts.host, opts.port, opts.log_level)
+    settings = opts.settings()  # EVOMEM_EXTRACTOR=llm + EVOMEM_EXTRACTION_URL: ingest with the LLM extractor
+    run_server(settings, opts.models(), opts.pipeline_config(), api, opts.host, opts.port, opts.log_level,
+               ingest_config=settings.ingest)
     return 0
 
 
