@@ -21,10 +21,10 @@ from llmclients.chat import ChatMessage, ChatModel, ChatResult
 from llmclients.config import ModelEndpointConfig, ModelsConfig
 from llmclients.factory import make_chat_model
 from memcore.memory import Memory
-from policy.learned import LocalLearnedPolicy, is_policy_checkpoint
+from policy.learned import EndpointLearnedPolicy, LocalLearnedPolicy, is_policy_checkpoint
 from policy.base import Policy
 from policy.rule import RulePolicy
-from policy.state import ReasoningState, StateParseError, parse_state
+from policy.state import ReasoningState, StateParseError
 from serving.prompts import AnswerPrompt, fill, load_answer_prompt
 
 
@@ -48,26 +48,6 @@ class PipelineConfig(BaseModel):
         "answer without a state, or fail the request.")
 
 
-class ModelPolicy:
-    """A learned policy behind any ChatModel (vLLM LoRA adapter, local engine): prompt from
-    ``policy.prompt`` (the training prompt), output checked by ``parse_state`` — the model proposes,
-    the grammar disposes."""
-
-    def __init__(self, chat: ChatModel, prompt: str = "policy_v1", max_tokens: int = 512):
-        self.chat, self.prompt, self.max_tokens = chat, prompt, max_tokens
-        self.name = f"model:{chat.name}"
-        self.last_result: ChatResult | None = None
-
-    def state(self, request: str, bundle: EvidenceBundle) -> ReasoningState:
-        from policy.prompt import policy_messages
-
-        self.last_result = None
-        res = self.chat.complete(policy_messages(request, bundle, prompt=self.prompt), max_tokens=self.max_tokens,
-                                 temperature=0.0)
-        self.last_result = res
-        return parse_state(res.text, bundle.alias_of().values())
-
-
 def make_policy(cfg: ModelEndpointConfig, prompt: str = "policy_v1", max_tokens: int = 512) -> Policy:
     """Rule baseline; a checkpoint of ``evomem train-policy`` in process (kind=local, model_path holding
     evomem_policy.json: base + adapter, with the prompt it was trained on); or a model behind a ChatModel
@@ -77,7 +57,7 @@ def make_policy(cfg: ModelEndpointConfig, prompt: str = "policy_v1", max_tokens:
     if cfg.kind == "local" and cfg.model_path and is_policy_checkpoint(cfg.model_path):
         return LocalLearnedPolicy.from_checkpoint(cfg.model_path, device=cfg.device, temperature=0.0,
                                                   max_new_tokens=max_tokens)
-    return ModelPolicy(make_chat_model(cfg), prompt, max_tokens)
+    return EndpointLearnedPolicy(make_chat_model(cfg), prompt=prompt, temperature=0.0, max_tokens=max_tokens)
 
 
 def build_models(models: ModelsConfig, pipeline: PipelineConfig | None = None) -> tuple[Policy, ChatModel]:
@@ -87,7 +67,8 @@ def build_models(models: ModelsConfig, pipeline: PipelineConfig | None = None) -
     answer = make_chat_model(models.answer)
     if models.policy.kind == "local" and models.policy.model_copy(update={"model": None}) == \
             models.answer.model_copy(update={"model": None}):
-        return ModelPolicy(answer, cfg.policy_prompt, cfg.policy_max_tokens), answer
+        return EndpointLearnedPolicy(answer, prompt=cfg.policy_prompt, temperature=0.0,
+                                     max_tokens=cfg.policy_max_tokens), answer
     return make_policy(models.policy, cfg.policy_prompt, cfg.policy_max_tokens), answer
 
 

@@ -102,9 +102,10 @@ def _policy(opts: EvalOptions) -> Any:
 
         return RulePolicy()
     from llmclients.factory import make_chat_model
-    from serving.pipeline import ModelPolicy
+    from policy.learned import EndpointLearnedPolicy
 
-    return ModelPolicy(make_chat_model(_endpoint(opts.policy_url, opts.policy_model, opts.llm_timeout_s)))
+    return EndpointLearnedPolicy(make_chat_model(_endpoint(opts.policy_url, opts.policy_model, opts.llm_timeout_s)),
+                                 temperature=0.0)
 
 
 def _answer_setup(opts: EvalOptions, mem: Any, policy: Any, module: Any) -> Any:
