@@ -6,6 +6,6 @@
                   our system + ablations + baselines scored on the same question in one pass
     locomo.py, beam.py, memsyco.py   each benchmark's episodes and answer scoring
     memsyco_selection.py   the judge-free MemSyco valid-memory-selection check of the store
-    answers.py    optional answer metrics: AnswerPipeline answers, LLM judge (prompts/judge_v1.yaml)
+    answers.py    optional answer metrics: AnswerPipeline and baseline answers (graded by scoring/judge.py)
     report.py     JSON report, markdown table, PNG charts
 """

@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from evaluation.harness import EvalQuestion, Episode
-from evaluation.metrics import token_f1
+from scoring.answers import token_f1
 from induction.adapters import load_beam
 from induction.session import SessionFormatError
 

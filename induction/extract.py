@@ -9,22 +9,23 @@ re-running extraction on the same session yields the same ids.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from graph.models import Fact, FactKind
 from induction.branch import OntologyBranch
 from induction.config import LLMCallConfig, SegmentConfig
 from induction.session import Session
 from induction.timex import find_times, parse_iso_time
-from llmclients.chat import ChatError, ChatModel
+from llmclients.chat import ChatError, ChatMessage, ChatModel
+from llmclients.structured import ReplyError, parse_reply
 
 Cue = Literal["change", "negation"]
+T = TypeVar("T", bound=BaseModel)
 
 
 class CandidateFact(BaseModel):
@@ -118,36 +119,17 @@ class Extractor(Protocol):
     def extract(self, session: Session, branch: OntologyBranch | None) -> ExtractionResult: ...
 
 
-_REFUSAL = re.compile(r"^\s*(i'?m sorry|sorry|i can(?:no|')t|i am unable|i won'?t|as an ai)\b", re.I)
-
-
-def parse_json_reply(text: str, finish_reason: str | None, model: type[BaseModel]) -> BaseModel:
-    """Strict: one JSON object matching ``model`` (a ```json fence is tolerated); else ExtractionError."""
-    if finish_reason == "content_filter" or (_REFUSAL.search(text) and "{" not in text[:200]):
-        raise ExtractionError(f"model refused: {text[:120]!r}", "refusal")
-    body = text.strip()
-    fence = re.match(r"^```(?:json)?\s*(.*?)\s*```$", body, re.S)
-    if fence:
-        body = fence.group(1)
-    try:
-        data = json.loads(body)
-    except json.JSONDecodeError as e:
-        hint = " (output cut at max_tokens)" if finish_reason == "length" else ""
-        raise ExtractionError(f"reply is not JSON{hint}: {e.msg} at char {e.pos}: {body[:120]!r}", "malformed_json") from None
-    try:
-        return model.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        raise ExtractionError(f"reply breaks the schema at {loc or '<root>'}: {err['msg']}", "schema") from None
-
-
-def call_model(chat: ChatModel, messages: list, schema: dict, cfg: LLMCallConfig, model: type[BaseModel]) -> BaseModel:
+def call_model(chat: ChatModel, messages: list[ChatMessage], schema: dict[str, Any], cfg: LLMCallConfig,
+               model: type[T]) -> T:
+    """One structured call: the reply must be wholly JSON matching ``model`` (llmclients/structured.py)."""
     try:
         res = chat.complete(messages, max_tokens=cfg.max_tokens, temperature=cfg.temperature, json_schema=schema)
     except ChatError as e:
         raise ExtractionError(f"model call failed ({e.kind}): {e}", e.kind) from e
-    return parse_json_reply(res.text, res.finish_reason, model)
+    try:
+        return parse_reply(res.text, model, res.finish_reason, strict=True)
+    except ReplyError as e:
+        raise ExtractionError(str(e), e.kind) from None
 
 
 class LLMExtractor:

@@ -64,7 +64,7 @@ class EvalOptions(LLMOptions):
                                                        "(SmolLM2 in-process), openai (--answer-url).")
     answer_url: str | None = Field(default=None, description="--answers openai: endpoint incl. /v1.")
     answer_model: str = Field(default="default", description="--answers openai: served model name.")
-    judge: bool = Field(default=True, description="With answers: grade them with the LLM judge (evaluation/prompts/judge_v1.yaml).")
+    judge: bool = Field(default=True, description="With answers: grade them with the LLM judge (scoring/prompts/judge_v1.yaml).")
     judge_url: str | None = Field(default=None, description="Judge endpoint incl. /v1 (default: the answer model).")
     judge_model: str = Field(default="default", description="Judge served model name.")
     bootstrap: int = Field(default=1000, ge=0, description="Bootstrap resamples for the confidence intervals (0 = none).")
@@ -111,7 +111,7 @@ def _policy(opts: EvalOptions) -> Any:
 def _answer_setup(opts: EvalOptions, mem: Any, policy: Any, module: Any) -> Any:
     if opts.answers == "off":
         return None
-    from evaluation.answers import Judge
+    from scoring.judge import Judge
     from evaluation.harness import AnswerSetup
     from llmclients.factory import make_chat_model
     from policy.rule import RulePolicy
