@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -30,11 +30,16 @@ from memcore.memory import Memory
 from memcore.retry import commit_with_retry
 
 
-class ForgetError(ValueError):
-    """Nothing was forgotten; ``candidates`` lists the closest facts (id, statement, cosine)."""
+ForgetErrorKind = Literal["unknown_fact", "already_retracted", "no_match", "ambiguous"]
 
-    def __init__(self, message: str, candidates: list[tuple[str, str, float]] | None = None):
-        self.candidates = candidates or []
+
+class ForgetError(ValueError):
+    """Nothing was forgotten; ``kind`` says why (callers map it, e.g. HTTP 404/409/422), ``candidates``
+    lists the closest facts (id, statement, cosine)."""
+
+    def __init__(self, message: str, candidates: list[tuple[str, str, float]] | None = None,
+                 kind: ForgetErrorKind = "no_match"):
+        self.candidates, self.kind = candidates or [], kind
         extra = "".join(f"\n  {fid}  ({s:.2f})  {st}" for fid, st, s in self.candidates)
         super().__init__(message + (f"; closest facts:{extra}" if extra else ""))
 
@@ -97,9 +102,9 @@ def retract(memory: Memory, user_id: str, fact_id: str | None = None, request: s
         if fact_id is not None:
             f = snap.facts.get(fact_id)
             if f is None:
-                raise ForgetError(f"user {user_id!r} has no fact {fact_id!r}")
+                raise ForgetError(f"user {user_id!r} has no fact {fact_id!r}", kind="unknown_fact")
             if f.retracted_at is not None:
-                raise ForgetError(f"fact {fact_id!r} is already retracted")
+                raise ForgetError(f"fact {fact_id!r} is already retracted", kind="already_retracted")
             chosen.append(RetractedFact(fact_id=fact_id, statement=f.statement))
         else:
             chosen = _match(memory, snap, request or "", cfg, all_matches)
@@ -125,7 +130,7 @@ def _match(memory: Memory, snap: Snapshot, request: str, cfg: ForgetConfig, all_
               and normalize_text(c[1]) != normalize_text(best[1])]
     if rivals:
         raise ForgetError(f"{request!r} matches several different facts equally well; retract by id "
-                          "or use all_matches", [best, *rivals])
+                          "or use all_matches", [best, *rivals], kind="ambiguous")
     return [RetractedFact(fact_id=best[0], statement=best[1], similarity=best[2])]
 
 
