@@ -29,7 +29,11 @@ from graph.retrieval import EvidenceBundle, RetrievalConfig
 from graph.store import StoreError
 from induction.pipeline import IngestError, Ingestor
 from induction.session import Session
+from llmclients.chat import ChatModel
 from llmclients.embeddings import Embedder
+from policy.base import Policy
+from scoring.judge import Judge
+from serving.pipeline import AnswerPipeline
 
 SYSTEM = "evomem"
 ABLATIONS = ("no_traversal", "no_relational_states", "no_reasoning_state")
@@ -163,13 +167,13 @@ Progress = Callable[[str, int, int], None]
 class AnswerSetup:
     """Optional answer metrics: ``pipeline`` answers for our system, ``chat`` for the baselines."""
 
-    def __init__(self, pipeline: Any, chat: Any, judge: Any | None, scorer: Scorer,
+    def __init__(self, pipeline: AnswerPipeline, chat: ChatModel, judge: Judge | None, scorer: Scorer,
                  reference: Callable[[EvalQuestion], str | None]):
         self.pipeline, self.chat, self.judge, self.scorer, self.reference = pipeline, chat, judge, scorer, reference
 
 
 class Harness:
-    def __init__(self, ingestor: Ingestor, config: HarnessConfig | None = None, policy: Any | None = None,
+    def __init__(self, ingestor: Ingestor, config: HarnessConfig | None = None, policy: Policy | None = None,
                  answers: AnswerSetup | None = None):
         self.ingestor, self.memory = ingestor, ingestor.memory
         self.cfg = config or HarnessConfig()

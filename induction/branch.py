@@ -59,7 +59,7 @@ def validity_map(snap: Snapshot, fact_ids: Sequence[str], now: datetime | None =
         elif r.resolved_at is None:
             conf.setdefault(r.dst, []).append(r.src)
             conf.setdefault(r.src, []).append(r.dst)
-    out = {}
+    out: dict[str, str] = {}
     for fid in fact_ids:
         f = snap.facts.get(fid)
         if f is not None:

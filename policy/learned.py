@@ -86,6 +86,7 @@ class LocalLearnedPolicy:
         load_kw: dict[str, Any] = {"dtype": getattr(torch, dtype)}
         if meta.base_gguf_file:
             load_kw["gguf_file"] = meta.base_gguf_file
+        model: Any  # a plain causal LM or one wrapped by PEFT
         if meta.adapter:
             from peft import PeftModel
 

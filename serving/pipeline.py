@@ -159,6 +159,7 @@ class AnswerPipeline:
         if not bundle.items:
             return _StateOutcome(state=None, text=None, fallback="no evidence", ms=0.0)
         t0 = time.perf_counter()
+        state: ReasoningState | None
         try:
             state = self.policy.state(request, bundle)
             fallback = None

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
 from evomem.cliargs import positional
 from evomem.commands.common import Command, CommonOptions, _print
+
+if TYPE_CHECKING:  # imported where used: the CLI starts without loading every subsystem
+    from induction.config import IngestConfig
+    from llmclients.chat import ChatModel
 
 
 class LLMOptions(CommonOptions):
@@ -30,13 +34,13 @@ class LLMOptions(CommonOptions):
     llm_model: str = Field(default="default", description="Served model name.")
     llm_timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout of the model server.")
 
-    def ingest_config(self) -> Any:
+    def ingest_config(self) -> IngestConfig:
         from induction.config import IngestConfig
 
         return IngestConfig(extractor=self.extractor,
                             adjudicator=self.adjudicator or ("llm" if self.extractor == "llm" else "rules"))
 
-    def chat_model(self) -> Any:
+    def chat_model(self) -> ChatModel | None:
         cfg = self.ingest_config()
         if cfg.extractor != "llm" and cfg.adjudicator != "llm":
             return None

@@ -6,12 +6,16 @@ from __future__ import annotations
 import ipaddress
 import os
 import sys
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from evomem.cliargs import positional
 from evomem.commands.common import Command, CommonOptions, _print, _state_line
+
+if TYPE_CHECKING:  # imported where used: the CLI starts without loading every subsystem
+    from llmclients.config import ModelsConfig
+    from serving.pipeline import PipelineConfig
 
 LogLevel = Literal["critical", "error", "warning", "info", "debug"]
 
@@ -64,7 +68,7 @@ class ModelOptions(CommonOptions):
     k: int = Field(default=10, ge=1, description="Seed facts.")
     max_answer_tokens: int = Field(default=256, ge=1, description="Answer length cap (tokens).")
 
-    def models(self) -> Any:
+    def models(self) -> ModelsConfig:
         from llmclients.config import ModelsConfig
 
         return ModelsConfig.from_env(os.environ, answer={
@@ -73,7 +77,7 @@ class ModelOptions(CommonOptions):
             "max_retries": self.answer_retries}, policy={
             "kind": self.policy, "base_url": self.policy_url, "model": self.policy_model, "model_path": self.policy_path})
 
-    def pipeline_config(self) -> Any:
+    def pipeline_config(self) -> PipelineConfig:
         from serving.pipeline import PipelineConfig
 
         return PipelineConfig(k=self.k, prompt=self.prompt, max_answer_tokens=self.max_answer_tokens,
