@@ -360,8 +360,8 @@ class Harness:
         for name, sw in switches.items():
             if name not in self.cfg.answer_variants or name not in rec.outcomes:
                 continue
-            opts = {"k": self.cfg.k, "context_budget": self.cfg.budget, "prompt": self.cfg.answer_prompt,
-                    "reasoning_state": with_state, **sw}
+            opts: dict[str, Any] = {"k": self.cfg.k, "context_budget": self.cfg.budget, "prompt": self.cfg.answer_prompt,
+                                    "reasoning_state": with_state, **sw}
             try:
                 res = pipe.answer(ep.user_id, q.question, **opts)
                 rec.outcomes[name].answer = res.answer
