@@ -43,7 +43,7 @@ def summarize(samples: list[dict[str, float]]) -> dict[str, dict[str, float]]:
 
 def run_in_process(args: argparse.Namespace) -> tuple[list[dict[str, float]], list[dict[str, int]], dict[str, Any]]:
     from evomem.examples import history_batches, load_history
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from evomem.settings import Settings
     from llmclients.config import ModelsConfig
     from serving.pipeline import AnswerPipeline, PipelineConfig, build_models, make_policy

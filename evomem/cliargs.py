@@ -34,7 +34,7 @@ def add_model_args(parser: argparse.ArgumentParser, model: type[BaseModel]) -> N
                 kw["nargs"] = "+"
             parser.add_argument(name, **kw)
             continue
-        flag = extra.get("flag") or "--" + name.replace("_", "-")
+        flag = str(extra.get("flag") or "--" + name.replace("_", "-"))
         kw["dest"] = name
         if tp is bool:
             parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=None, **kw)

@@ -1,35 +1,24 @@
 """One settings object, built at the entry point (CLI or server) and passed down.
 
 Nothing reads the environment at import time; ``Settings.from_env`` is called by entry points only.
+Every configurable part is reachable from here: the store, the embedder, retrieval, the three model
+roles (policy, answer, extraction), ingestion, the answer pipeline and the HTTP API.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field
 
 from graph.retrieval import RetrievalConfig
+from induction.config import IngestConfig
 from llmclients.config import ModelsConfig
 from llmclients.embeddings import EmbedderConfig
-
-
-class StoreConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    backend: Literal["embedded", "neo4j"] = Field(default="embedded", description="Where the ontology lives.")
-    path: str = Field(default=".evomem/store", description="Embedded store directory (LadybugDB).")
-    neo4j_uri: str | None = Field(default=None, description="bolt:// or neo4j:// URI of a Neo4j 5 server/cluster.")
-    neo4j_user: str | None = Field(default=None, description="Neo4j user (None = auth disabled).")
-    neo4j_password: str | None = Field(default=None, description="Neo4j password.")
-    neo4j_database: str | None = Field(default=None, description="Database name (None = server default).")
-
-    @model_validator(mode="after")
-    def _neo4j_needs_uri(self) -> StoreConfig:
-        if self.backend == "neo4j" and not self.neo4j_uri:
-            raise ValueError("store backend 'neo4j' needs neo4j_uri (or EVOMEM_NEO4J_URI); "
-                             "start a local one with scripts/neo4j-server start")
-        return self
+from memcore.stores import StoreConfig
+from serving.api import ApiSettings
+from serving.pipeline import PipelineConfig
 
 
 class Settings(BaseModel):
@@ -37,12 +26,22 @@ class Settings(BaseModel):
     store: StoreConfig = Field(default_factory=StoreConfig)
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig)
     retrieval: RetrievalConfig = Field(default_factory=RetrievalConfig)
-    models: ModelsConfig = Field(default_factory=ModelsConfig, description="Policy and answer model endpoints.")
+    models: ModelsConfig = Field(default_factory=ModelsConfig,
+                                 description="Policy, answer and extraction model endpoints.")
+    ingest: IngestConfig = Field(default_factory=IngestConfig, description="Session ingestion; an 'llm' extractor "
+                                 "or adjudicator uses models.extraction.")
+    pipeline: PipelineConfig = Field(default_factory=PipelineConfig, description="The answer pipeline.")
+    api: ApiSettings = Field(default_factory=ApiSettings, description="The HTTP API (keys are loaded by `evomem serve`).")
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str], **overrides: object) -> Settings:
-        """EVOMEM_STORE, EVOMEM_STORE_PATH, EVOMEM_NEO4J_URI/USER/PASSWORD/DATABASE, EVOMEM_EMBEDDER, and the
-        model endpoints (EVOMEM_{ANSWER,POLICY}_{KIND,URL,MODEL,API_KEY,PATH}; see llmclients/config.py)."""
+    def from_env(cls, env: Mapping[str, str], **overrides: Any) -> Settings:
+        """EVOMEM_STORE, EVOMEM_STORE_PATH, EVOMEM_NEO4J_URI/USER/PASSWORD/DATABASE, EVOMEM_EMBEDDER,
+        EVOMEM_EXTRACTOR (offline|llm), EVOMEM_ADJUDICATOR (rules|llm; default llm with the llm extractor),
+        and the model endpoints (EVOMEM_{ANSWER,POLICY,EXTRACTION}_{KIND,URL,MODEL,API_KEY,PATH}; see
+        llmclients/config.py). ``overrides``: per-section dicts whose non-None values win."""
+        def given(section: str) -> dict[str, Any]:
+            return {k: v for k, v in (overrides.pop(section, None) or {}).items() if v is not None}
+
         store = {
             "backend": env.get("EVOMEM_STORE", "embedded"),
             "path": env.get("EVOMEM_STORE_PATH", ".evomem/store"),
@@ -50,10 +49,12 @@ class Settings(BaseModel):
             "neo4j_user": env.get("EVOMEM_NEO4J_USER"),
             "neo4j_password": env.get("EVOMEM_NEO4J_PASSWORD"),
             "neo4j_database": env.get("EVOMEM_NEO4J_DATABASE"),
-        }
-        store.update({k: v for k, v in overrides.pop("store", {}).items() if v is not None})  # type: ignore[attr-defined]
-        emb = {"kind": env.get("EVOMEM_EMBEDDER", "minilm")}
-        emb.update({k: v for k, v in overrides.pop("embedder", {}).items() if v is not None})  # type: ignore[attr-defined]
-        models = ModelsConfig.from_env(env, **(overrides.pop("models", None) or {}))  # type: ignore[arg-type]
-        return cls(store=StoreConfig(**store), embedder=EmbedderConfig(**emb), models=models,
-                   **overrides)  # type: ignore[arg-type]
+        } | given("store")
+        emb = {"kind": env.get("EVOMEM_EMBEDDER", "minilm")} | given("embedder")
+        ingest = {k: v for k, v in {"extractor": env.get("EVOMEM_EXTRACTOR"),
+                                     "adjudicator": env.get("EVOMEM_ADJUDICATOR")}.items() if v} | given("ingest")
+        if ingest.get("extractor") == "llm":
+            ingest.setdefault("adjudicator", "llm")
+        models = ModelsConfig.from_env(env, **(overrides.pop("models", None) or {}))
+        return cls(store=StoreConfig.model_validate(store), embedder=EmbedderConfig.model_validate(emb), models=models,
+                   ingest=IngestConfig.model_validate(ingest), **overrides)

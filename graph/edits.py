@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -179,7 +179,7 @@ def _fact(s: Snapshot, fid: str, i: int) -> Fact:
     return f
 
 
-def _apply_one(s: Snapshot, e: BaseModel, i: int, at: datetime) -> dict:  # noqa: C901 - one branch per op
+def _apply_one(s: Snapshot, e: BaseModel, i: int, at: datetime) -> dict[str, Any]:  # noqa: C901 - one branch per op
     """Mutate ``s`` by one edit; return the payload that explains and undoes it."""
     if isinstance(e, CreateConcept):
         if e.concept_id in s.concepts:
@@ -229,20 +229,20 @@ def _apply_one(s: Snapshot, e: BaseModel, i: int, at: datetime) -> dict:  # noqa
         s.fact_concept.update(moves)
         return {"concept_id": e.concept_id, "children": [c.concept_id for c in e.children], "moves": moves}
     if isinstance(e, AttachFact):
-        f = e.fact
-        if f.user_id != s.user_id:
-            raise EditRejected("cross_user", [f.fact_id], f"fact belongs to user {f.user_id!r}", i)
-        if f.fact_id in s.facts:
-            raise EditRejected("duplicate_id", [f.fact_id], "fact id already exists", i)
+        fact = e.fact
+        if fact.user_id != s.user_id:
+            raise EditRejected("cross_user", [fact.fact_id], f"fact belongs to user {fact.user_id!r}", i)
+        if fact.fact_id in s.facts:
+            raise EditRejected("duplicate_id", [fact.fact_id], "fact id already exists", i)
         _live_concept(s, e.concept_id, i)
-        missing = [t for t in f.source_turn_ids if t not in s.turn_ids]
+        missing = [t for t in fact.source_turn_ids if t not in s.turn_ids]
         if missing:
-            raise EditRejected("dangling_id", missing, f"fact {f.fact_id} cites unknown turns", i)
-        if f.recorded_at is None:
-            f = f.model_copy(update={"recorded_at": at})
-        s.facts[f.fact_id] = f
-        s.fact_concept[f.fact_id] = e.concept_id
-        return {"fact_id": f.fact_id, "concept_id": e.concept_id}
+            raise EditRejected("dangling_id", missing, f"fact {fact.fact_id} cites unknown turns", i)
+        if fact.recorded_at is None:
+            fact = fact.model_copy(update={"recorded_at": at})
+        s.facts[fact.fact_id] = fact
+        s.fact_concept[fact.fact_id] = e.concept_id
+        return {"fact_id": fact.fact_id, "concept_id": e.concept_id}
     if isinstance(e, Supersede):
         new, old = _fact(s, e.new_fact_id, i), _fact(s, e.old_fact_id, i)
         if new.fact_id == old.fact_id:
@@ -270,20 +270,20 @@ def _apply_one(s: Snapshot, e: BaseModel, i: int, at: datetime) -> dict:  # noqa
         )
         return {"src": a.fact_id, "dst": b.fact_id}
     if isinstance(e, Resolve):
-        key = next((k for k in (("CONFLICTS_WITH", e.a, e.b), ("CONFLICTS_WITH", e.b, e.a)) if k in s.relations), None)
-        if key is None:
+        found = next((k for k in (("CONFLICTS_WITH", e.a, e.b), ("CONFLICTS_WITH", e.b, e.a)) if k in s.relations), None)
+        if found is None:
             raise EditRejected("dangling_id", [e.a, e.b], "no CONFLICTS_WITH between these facts", i)
-        r = s.relations[key]
+        r = s.relations[found]
         if r.resolved_at is not None:
             raise EditRejected("already_resolved", [e.a, e.b], "conflict already resolved", i)
-        s.relations[key] = r.model_copy(update={"resolved_at": at, "reason": e.reason or r.reason})
-        return {"src": key[1], "dst": key[2], "previous_reason": r.reason}
+        s.relations[found] = r.model_copy(update={"resolved_at": at, "reason": e.reason or r.reason})
+        return {"src": found[1], "dst": found[2], "previous_reason": r.reason}
     if isinstance(e, Retract):
-        f = _fact(s, e.fact_id, i)
-        if f.retracted_at is not None:
-            raise EditRejected("already_retracted", [f.fact_id], "fact already retracted", i)
-        s.facts[f.fact_id] = f.model_copy(update={"retracted_at": at})
-        return {"fact_id": f.fact_id, "reason": e.reason}
+        fact = _fact(s, e.fact_id, i)
+        if fact.retracted_at is not None:
+            raise EditRejected("already_retracted", [fact.fact_id], "fact already retracted", i)
+        s.facts[fact.fact_id] = fact.model_copy(update={"retracted_at": at})
+        return {"fact_id": fact.fact_id, "reason": e.reason}
     raise EditRejected("unknown_op", [type(e).__name__], "unsupported edit")
 
 
@@ -306,11 +306,11 @@ def check_invariants(s: Snapshot) -> None:
     if cycle:
         raise EditRejected("parent_cycle", cycle, "PARENT_OF must form a tree")
     for fid in s.facts:
-        cid = s.fact_concept.get(fid)
-        if cid is None:
+        home = s.fact_concept.get(fid)
+        if home is None:
             raise EditRejected("fact_without_concept", [fid], "every fact needs exactly one concept")
-        if cid not in s.concepts or s.concepts[cid].retired_at is not None:
-            raise EditRejected("dangling_id", [fid, cid], "fact's concept is missing or retired")
+        if home not in s.concepts or s.concepts[home].retired_at is not None:
+            raise EditRejected("dangling_id", [fid, home], "fact's concept is missing or retired")
     for f in s.fact_concept:
         if f not in s.facts:
             raise EditRejected("dangling_id", [f], "CONTAINS points at a missing fact")

@@ -32,7 +32,7 @@ def fact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = T
         head += f" (about {f.holder})"  # unless the statement already opens with the speaker's name
     if not with_state:
         return head
-    parts = [s.validity]
+    parts: list[str] = [s.validity]
     if s.validity == "retracted":
         parts = ["retracted by the user: never rely on this"]
     if s.supersedes:

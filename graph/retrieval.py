@@ -13,7 +13,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from graph.models import Fact, RelationalState, utcnow
+from graph.models import Fact, Relation, RelationalState, utcnow
 from graph.rules import derive_state
 from graph.store import GraphStore, Subgraph
 
@@ -160,7 +160,7 @@ def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Seque
     ids = [i for i in seed_ids if i in sub.facts] + sorted(i for i in sub.facts if i not in seed_score)
     rels = [r for r in sub.relations if r.src in sub.facts and r.dst in sub.facts] if cfg.traverse else []
     comp = components(ids, [(r.src, r.dst) for r in rels])
-    rels_of: dict[str, list] = {i: [] for i in ids}
+    rels_of: dict[str, list[Relation]] = {i: [] for i in ids}
     for r in sub.relations:
         for end in (r.src, r.dst):
             if end in rels_of:

@@ -93,7 +93,9 @@ class GraphStore(Protocol):
         engine rejection (CypherFailed) or timeout (CypherTimeout)."""
 
     def purge_user(self, user_id: str) -> int:
-        """Hard-delete everything of this user; returns the number of nodes removed."""
+        """Hard-delete everything of this user, including any per-user cache the backend keeps (a purged
+        user restarts at version 0, so a cache keyed by version could serve stale rows); returns the
+        number of nodes removed."""
 
     def counts(self, user_id: str | None = None) -> dict[str, int]:
         """Node and relationship counts (for one user, or the whole store)."""

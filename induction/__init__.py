@@ -1,1 +1,1 @@
-"""induction package."""
+"""Writing memories: sessions in, facts, concepts and relations out (extract, resolve, adjudicate, validate, commit), plus forgetting."""

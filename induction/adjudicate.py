@@ -11,11 +11,12 @@ decisions into ``graph.edits`` operations, deterministically.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, Field
 
 from graph.edits import AttachFact, Conflict, CreateConcept, MergeConcepts, OntologyEdit, SplitChild, SplitConcept, Supersede
+from graph.models import FactKind
 from graph.rules import can_conflict, can_supersede
 from graph.snapshot import Snapshot
 from induction.config import LLMCallConfig, RuleAdjudicatorConfig
@@ -114,7 +115,7 @@ class RuleAdjudicator:
                     # The kind was a guess: the update takes the kind of the closest state it replaces.
                     best = kind_of(near[0].fact_id)
                     if best in _STATIVE:
-                        kind = best
+                        kind = cast(FactKind, best)  # one of the stative kinds
                         d.kind = None if kind == c.kind else kind
                         fixed[c.fact_id] = kind
                 targets = [n for n in near if can_supersede(kind, kind_of(n.fact_id))]

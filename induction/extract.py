@@ -9,26 +9,23 @@ re-running extraction on the same session yields the same ids.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypeVar, runtime_checkable
 
-import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
-from graph.models import Fact, FactKind, utcnow
-from graph.rules import derive_validity
-from graph.snapshot import Snapshot
-from graph.store import GraphStore
+from graph.models import Fact, FactKind
+from induction.branch import OntologyBranch
 from induction.config import LLMCallConfig, SegmentConfig
 from induction.session import Session
 from induction.timex import find_times, parse_iso_time
-from llmclients.chat import ChatError, ChatModel
-from llmclients.embeddings import Embedder
+from llmclients.chat import ChatError, ChatMessage, ChatModel
+from llmclients.structured import ReplyError, parse_reply
 
 Cue = Literal["change", "negation"]
+T = TypeVar("T", bound=BaseModel)
 
 
 class CandidateFact(BaseModel):
@@ -99,95 +96,6 @@ def concept_id_for(user_id: str, path: Sequence[str]) -> str:
     return f"{user_id}::c::" + "/".join(concept_slug(p) for p in path)
 
 
-# ---------------------------------------------------------------- the local ontology branch
-class BranchConcept(BaseModel):
-    concept_id: str
-    path: tuple[str, ...]
-    n_facts: int
-
-
-class BranchFact(BaseModel):
-    fact_id: str
-    statement: str
-    kind: str
-    holder: str
-    validity: str
-    concept_id: str | None
-    observed_at: datetime | None = None
-
-
-class BranchRelation(BaseModel):
-    type: Literal["SUPERSEDES", "CONFLICTS_WITH"]
-    src: str
-    dst: str
-
-
-class OntologyBranch(BaseModel):
-    """What the extractor sees of the existing memory: nearby concepts, representative facts, relations."""
-
-    concepts: list[BranchConcept] = Field(default_factory=list)
-    facts: list[BranchFact] = Field(default_factory=list)
-    relations: list[BranchRelation] = Field(default_factory=list)
-
-
-def validity_map(snap: Snapshot, fact_ids: Sequence[str], now: datetime | None = None) -> dict[str, str]:
-    now = now or utcnow()
-    inc: dict[str, list[str]] = {}
-    conf: dict[str, list[str]] = {}
-    for r in snap.relations.values():
-        if r.type == "SUPERSEDES":
-            inc.setdefault(r.dst, []).append(r.src)
-        elif r.resolved_at is None:
-            conf.setdefault(r.dst, []).append(r.src)
-            conf.setdefault(r.src, []).append(r.dst)
-    out = {}
-    for fid in fact_ids:
-        f = snap.facts.get(fid)
-        if f is not None:
-            out[fid] = derive_validity(f, [snap.facts[i] for i in inc.get(fid, []) if i in snap.facts],
-                                       [snap.facts[i] for i in conf.get(fid, []) if i in snap.facts], now)
-    return out
-
-
-def build_branch(snap: Snapshot, store: GraphStore, embedder: Embedder, session: Session,
-                 cfg: LLMCallConfig, skip_roles: Sequence[str] = ("assistant", "system")) -> OntologyBranch:
-    """Facts nearest to what the session talks about (one vector query per user turn, best score
-    wins), their concepts with parents and siblings, and the relations among them."""
-    if not snap.facts or cfg.max_branch_facts == 0:
-        return OntologyBranch(concepts=_concepts(snap, set())[: cfg.max_branch_concepts])
-    texts = [t.text[:1000] for t in session.turns if t.role.lower() not in skip_roles][:32] or [session.turns[0].text[:1000]]
-    vecs = embedder.embed(texts)
-    best: dict[str, float] = {}
-    for v in np.asarray(vecs):
-        for fid, s in store.vector_search(snap.user_id, v.tolist(), cfg.max_branch_facts):
-            best[fid] = max(best.get(fid, -1.0), s)
-    ids = [f for f, _ in sorted(best.items(), key=lambda kv: -kv[1]) if f in snap.facts][: cfg.max_branch_facts]
-    val = validity_map(snap, ids)
-    facts = [BranchFact(fact_id=i, statement=snap.facts[i].statement, kind=snap.facts[i].kind, holder=snap.facts[i].holder,
-                        validity=val.get(i, "current"), concept_id=snap.fact_concept.get(i),
-                        observed_at=snap.facts[i].observed_at) for i in ids]
-    near = {f.concept_id for f in facts if f.concept_id}
-    rels = [BranchRelation(type=r.type, src=r.src, dst=r.dst) for r in snap.relations.values()
-            if r.src in best and r.dst in best]
-    return OntologyBranch(concepts=_concepts(snap, near)[: cfg.max_branch_concepts], facts=facts, relations=rels)
-
-
-def _concepts(snap: Snapshot, near: set[str]) -> list[BranchConcept]:
-    """Near concepts, their parents and siblings first; then the rest of the live tree by size."""
-    counts: dict[str, int] = {}
-    for c in snap.fact_concept.values():
-        counts[c] = counts.get(c, 0) + 1
-    live = [c for c, v in snap.concepts.items() if v.retired_at is None and c != snap.root_id]
-    family = set(near)
-    for c in near:
-        p = snap.parent.get(c)
-        if p:
-            family.add(p)
-            family.update(k for k, v in snap.parent.items() if v == p)
-    ranked = sorted(live, key=lambda c: (c not in near, c not in family, -counts.get(c, 0), c))
-    return [BranchConcept(concept_id=c, path=snap.concept_path(c)[1:], n_facts=counts.get(c, 0)) for c in ranked]
-
-
 # ---------------------------------------------------------------- segmentation
 def segment(session: Session, cfg: SegmentConfig) -> list[list[int]]:
     """Turn indices per segment: consecutive turns, cut at ``max_turns`` or ``max_chars``."""
@@ -211,36 +119,17 @@ class Extractor(Protocol):
     def extract(self, session: Session, branch: OntologyBranch | None) -> ExtractionResult: ...
 
 
-_REFUSAL = re.compile(r"^\s*(i'?m sorry|sorry|i can(?:no|')t|i am unable|i won'?t|as an ai)\b", re.I)
-
-
-def parse_json_reply(text: str, finish_reason: str | None, model: type[BaseModel]) -> BaseModel:
-    """Strict: one JSON object matching ``model`` (a ```json fence is tolerated); else ExtractionError."""
-    if finish_reason == "content_filter" or (_REFUSAL.search(text) and "{" not in text[:200]):
-        raise ExtractionError(f"model refused: {text[:120]!r}", "refusal")
-    body = text.strip()
-    fence = re.match(r"^```(?:json)?\s*(.*?)\s*```$", body, re.S)
-    if fence:
-        body = fence.group(1)
-    try:
-        data = json.loads(body)
-    except json.JSONDecodeError as e:
-        hint = " (output cut at max_tokens)" if finish_reason == "length" else ""
-        raise ExtractionError(f"reply is not JSON{hint}: {e.msg} at char {e.pos}: {body[:120]!r}", "malformed_json") from None
-    try:
-        return model.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        loc = ".".join(str(x) for x in err["loc"])
-        raise ExtractionError(f"reply breaks the schema at {loc or '<root>'}: {err['msg']}", "schema") from None
-
-
-def call_model(chat: ChatModel, messages: list, schema: dict, cfg: LLMCallConfig, model: type[BaseModel]) -> BaseModel:
+def call_model(chat: ChatModel, messages: list[ChatMessage], schema: dict[str, Any], cfg: LLMCallConfig,
+               model: type[T]) -> T:
+    """One structured call: the reply must be wholly JSON matching ``model`` (llmclients/structured.py)."""
     try:
         res = chat.complete(messages, max_tokens=cfg.max_tokens, temperature=cfg.temperature, json_schema=schema)
     except ChatError as e:
         raise ExtractionError(f"model call failed ({e.kind}): {e}", e.kind) from e
-    return parse_json_reply(res.text, res.finish_reason, model)
+    try:
+        return parse_reply(res.text, model, res.finish_reason, strict=True)
+    except ReplyError as e:
+        raise ExtractionError(str(e), e.kind) from None
 
 
 class LLMExtractor:

@@ -17,22 +17,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
 from graph.edits import EditBatch, Retract, apply_batch
 from graph.snapshot import Snapshot
-from graph.store import ConcurrentModification, PurgeSet, UnknownUser
+from graph.store import PurgeSet, UnknownUser
 from induction.config import ForgetConfig
-from induction.pipeline import MemoryLike, user_lock
+from induction.pipeline import user_lock
+from memcore.memory import Memory
+from memcore.retry import commit_with_retry
+
+
+ForgetErrorKind = Literal["unknown_fact", "already_retracted", "no_match", "ambiguous"]
 
 
 class ForgetError(ValueError):
-    """Nothing was forgotten; ``candidates`` lists the closest facts (id, statement, cosine)."""
+    """Nothing was forgotten; ``kind`` says why (callers map it, e.g. HTTP 404/409/422), ``candidates``
+    lists the closest facts (id, statement, cosine)."""
 
-    def __init__(self, message: str, candidates: list[tuple[str, str, float]] | None = None):
-        self.candidates = candidates or []
+    def __init__(self, message: str, candidates: list[tuple[str, str, float]] | None = None,
+                 kind: ForgetErrorKind = "no_match"):
+        self.candidates, self.kind = candidates or [], kind
         extra = "".join(f"\n  {fid}  ({s:.2f})  {st}" for fid, st, s in self.candidates)
         super().__init__(message + (f"; closest facts:{extra}" if extra else ""))
 
@@ -70,21 +77,18 @@ def request_text(request: str) -> str:
     return core or request.strip()
 
 
-def _commit_retract(memory: MemoryLike, user_id: str, ids: list[str], reason: str, retries: int = 5) -> int:
-    for attempt in range(retries):
-        snap = memory.store.load_snapshot(user_id)
-        batch = EditBatch(user_id=user_id, edits=[Retract(fact_id=f, reason=reason[:300]) for f in ids])
+def _commit_retract(memory: Memory, user_id: str, ids: list[str], reason: str, retries: int = 5) -> int:
+    batch = EditBatch(user_id=user_id, edits=[Retract(fact_id=f, reason=reason[:300]) for f in ids])
+
+    def attempt(snap: Snapshot, n: int) -> int:
         new, cs = apply_batch(snap, batch)
-        try:
-            memory.store.commit(cs)
-            return new.version
-        except ConcurrentModification:
-            if attempt == retries - 1:
-                raise
-    raise AssertionError("unreachable")
+        memory.store.commit(cs)
+        return new.version
+
+    return commit_with_retry(memory.store, user_id, attempt, retries)
 
 
-def retract(memory: MemoryLike, user_id: str, fact_id: str | None = None, request: str | None = None,
+def retract(memory: Memory, user_id: str, fact_id: str | None = None, request: str | None = None,
             reason: str = "", cfg: ForgetConfig | None = None, all_matches: bool = False) -> RetractReport:
     """Retract one fact by id, or the fact(s) a natural-language request names (bounded similarity)."""
     cfg = cfg or ForgetConfig()
@@ -98,9 +102,9 @@ def retract(memory: MemoryLike, user_id: str, fact_id: str | None = None, reques
         if fact_id is not None:
             f = snap.facts.get(fact_id)
             if f is None:
-                raise ForgetError(f"user {user_id!r} has no fact {fact_id!r}")
+                raise ForgetError(f"user {user_id!r} has no fact {fact_id!r}", kind="unknown_fact")
             if f.retracted_at is not None:
-                raise ForgetError(f"fact {fact_id!r} is already retracted")
+                raise ForgetError(f"fact {fact_id!r} is already retracted", kind="already_retracted")
             chosen.append(RetractedFact(fact_id=fact_id, statement=f.statement))
         else:
             chosen = _match(memory, snap, request or "", cfg, all_matches)
@@ -109,7 +113,7 @@ def retract(memory: MemoryLike, user_id: str, fact_id: str | None = None, reques
     return RetractReport(user_id=user_id, retracted=chosen, version=version)
 
 
-def _match(memory: MemoryLike, snap: Snapshot, request: str, cfg: ForgetConfig, all_matches: bool) -> list[RetractedFact]:
+def _match(memory: Memory, snap: Snapshot, request: str, cfg: ForgetConfig, all_matches: bool) -> list[RetractedFact]:
     from induction.resolve import normalize_text
 
     vec = memory.embedder.embed([request_text(request)])[0]
@@ -126,11 +130,11 @@ def _match(memory: MemoryLike, snap: Snapshot, request: str, cfg: ForgetConfig, 
               and normalize_text(c[1]) != normalize_text(best[1])]
     if rivals:
         raise ForgetError(f"{request!r} matches several different facts equally well; retract by id "
-                          "or use all_matches", [best, *rivals])
+                          "or use all_matches", [best, *rivals], kind="ambiguous")
     return [RetractedFact(fact_id=best[0], statement=best[1], similarity=best[2])]
 
 
-def purge(memory: MemoryLike, user_id: str) -> PurgeReport:
+def purge(memory: Memory, user_id: str) -> PurgeReport:
     """Hard-delete everything of the user."""
     with user_lock(memory.store, user_id):
         n = memory.store.purge_user(user_id)  # stores invalidate their own caches (any process)
@@ -178,19 +182,13 @@ def plan_purge_turns(snap: Snapshot, turn_ids: Sequence[str], turn_sessions: dic
                     session_ids=tuple(sorted(sessions)))
 
 
-def purge_turns(memory: MemoryLike, user_id: str, turn_ids: Sequence[str], retries: int = 5) -> PurgeReport:
+def purge_turns(memory: Memory, user_id: str, turn_ids: Sequence[str], retries: int = 5) -> PurgeReport:
     """Hard-delete the given turns and everything derived from them, atomically."""
+    def attempt(snap: Snapshot, n: int) -> PurgeReport:
+        stored = memory.store.turns(user_id, sorted(snap.turn_ids))
+        plan = plan_purge_turns(snap, turn_ids, {t.turn_id: t.session_id for t in stored})
+        deleted = memory.store.purge_items(plan)
+        return PurgeReport(user_id=user_id, deleted=deleted, unknown_turn_ids=sorted(set(turn_ids) - snap.turn_ids))
+
     with user_lock(memory.store, user_id):
-        for attempt in range(retries):
-            snap = memory.store.load_snapshot(user_id)
-            stored = memory.store.turns(user_id, sorted(snap.turn_ids))
-            plan = plan_purge_turns(snap, turn_ids, {t.turn_id: t.session_id for t in stored})
-            try:
-                deleted = memory.store.purge_items(plan)
-            except ConcurrentModification:
-                if attempt == retries - 1:
-                    raise
-                continue
-            return PurgeReport(user_id=user_id, deleted=deleted,
-                               unknown_turn_ids=sorted(set(turn_ids) - snap.turn_ids))
-    raise AssertionError("unreachable")
+        return commit_with_retry(memory.store, user_id, attempt, retries)

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 
 from graph.models import FactKind
 from induction.config import OfflineExtractorConfig
-from induction.extract import CandidateFact, Cue, ExtractionResult, OntologyBranch, make_fact_id
+from induction.branch import OntologyBranch
+from induction.extract import CandidateFact, Cue, ExtractionResult, make_fact_id
 from induction.session import Session
 from induction.timex import annotate, find_times
 

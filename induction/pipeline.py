@@ -19,7 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Literal, Protocol
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -28,18 +28,15 @@ from graph.snapshot import Snapshot
 from graph.store import ConcurrentModification, GraphStore
 from induction.adjudicate import Adjudicator, RuleAdjudicator, adjudicate_safely, to_edits
 from induction.config import IngestConfig
-from induction.extract import ExtractionError, ExtractionResult, Extractor, OntologyBranch, RejectedItem, build_branch
+from induction.branch import OntologyBranch, build_branch
+from induction.extract import ExtractionError, ExtractionResult, Extractor, RejectedItem
 from induction.resolve import resolve
 from induction.session import Session
 from induction.validate import apply_checked, check_evidence, check_kinds
-from llmclients.embeddings import Embedder
-
-
-class MemoryLike(Protocol):
-    """What induction needs of ``evomem.memory.Memory`` (kept as a protocol: arrows point down)."""
-
-    store: GraphStore
-    embedder: Embedder
+from llmclients.chat import ChatModel
+from llmclients.config import ModelEndpointConfig
+from memcore.memory import Memory
+from memcore.retry import commit_with_retry
 
 
 class IngestError(RuntimeError):
@@ -85,7 +82,7 @@ def user_lock(store: GraphStore, user_id: str) -> threading.Lock:
 
 
 class Ingestor:
-    def __init__(self, memory: MemoryLike, extractor: Extractor, adjudicator: Adjudicator | None = None,
+    def __init__(self, memory: Memory, extractor: Extractor, adjudicator: Adjudicator | None = None,
                  config: IngestConfig | None = None):
         self.memory, self.extractor = memory, extractor
         self.config = config or IngestConfig()
@@ -120,12 +117,12 @@ class Ingestor:
         grounded, ev_rejected = check_evidence(extraction.facts, by_turn, cfg.evidence_min_ratio)
         facts = [f for f in extraction.facts if f.fact_id in set(grounded)]
         calls = extraction.llm_calls
-        for attempt in range(1, cfg.commit_retries + 1):
-            if attempt > 1:
-                snap = store.load_snapshot(session.user_id)
-                if self._seen(snap, session, digest):  # a concurrent writer committed this very session
-                    return IngestReport(session_id=session.session_id, user_id=session.user_id, status="unchanged",
-                                        content_hash=digest, version=snap.version, llm_calls=calls)
+
+        def attempt(snap: Snapshot, n: int) -> IngestReport:
+            nonlocal calls
+            if n > 1 and self._seen(snap, session, digest):  # a concurrent writer committed this very session
+                return IngestReport(session_id=session.session_id, user_id=session.user_id, status="unchanged",
+                                    content_hash=digest, version=snap.version, llm_calls=calls)
             self.hook("resolve")
             t2 = time.perf_counter()
             res = resolve(snap, store, self.memory.embedder, facts, cfg.resolve)
@@ -150,17 +147,18 @@ class Ingestor:
             try:
                 store.commit(cs)
             except ConcurrentModification:
-                calls += adj.llm_calls
-                if attempt == cfg.commit_retries:
-                    raise IngestError(session.session_id, "concurrency",
-                                      f"user {session.user_id!r} kept changing; gave up after {attempt} attempts") from None
-                time.sleep(0.01 * attempt)
-                continue
+                calls += adj.llm_calls  # the adjudicator's calls were spent even though this attempt lost
+                raise
             t["commit"] = _ms(t5)
             t["total"] = _ms(t0)
             return self._report(session, digest, extraction, res, adj, cs, batch, new_snap,
-                                ev_rejected + kind_rejected + val_rejected, calls + adj.llm_calls, attempt, t)
-        raise AssertionError("unreachable")
+                                ev_rejected + kind_rejected + val_rejected, calls + adj.llm_calls, n, t)
+
+        try:
+            return commit_with_retry(store, session.user_id, attempt, cfg.commit_retries, first=snap)
+        except ConcurrentModification:
+            raise IngestError(session.session_id, "concurrency", f"user {session.user_id!r} kept changing; "
+                              f"gave up after {cfg.commit_retries} attempts") from None
 
     def _seen(self, snap: Snapshot, session: Session, digest: str) -> bool:
         prev = snap.sessions.get(session.session_id)
@@ -204,8 +202,8 @@ def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1e3, 2)
 
 
-def make_ingestor(memory: MemoryLike, config: IngestConfig | None = None, chat: object | None = None) -> Ingestor:
-    """Extractor/adjudicator from the config; ``chat`` (a ChatModel) is needed for the llm choices."""
+def make_ingestor(memory: Memory, config: IngestConfig | None = None, chat: ChatModel | None = None) -> Ingestor:
+    """Extractor/adjudicator from the config; ``chat`` is needed for the llm choices."""
     from induction.adjudicate import LLMAdjudicator
     from induction.extract import LLMExtractor
     from induction.offline import OfflineExtractor
@@ -213,8 +211,17 @@ def make_ingestor(memory: MemoryLike, config: IngestConfig | None = None, chat: 
     cfg = config or IngestConfig()
     if (cfg.extractor == "llm" or cfg.adjudicator == "llm") and chat is None:
         raise ValueError("the llm extractor/adjudicator needs a chat model (an OpenAI-compatible endpoint)")
-    extractor: Extractor = (LLMExtractor(chat, cfg.llm, cfg.segment) if cfg.extractor == "llm"  # type: ignore[arg-type]
+    extractor: Extractor = (LLMExtractor(chat, cfg.llm, cfg.segment) if cfg.extractor == "llm" and chat is not None
                             else OfflineExtractor(cfg.offline))
-    adjudicator: Adjudicator = (LLMAdjudicator(chat, cfg.llm) if cfg.adjudicator == "llm"  # type: ignore[arg-type]
+    adjudicator: Adjudicator = (LLMAdjudicator(chat, cfg.llm) if cfg.adjudicator == "llm" and chat is not None
                                 else RuleAdjudicator(cfg.rules))
     return Ingestor(memory, extractor, adjudicator, cfg)
+
+
+def build_ingestor(memory: Memory, config: IngestConfig, extraction: ModelEndpointConfig) -> Ingestor:
+    """The ingestor the settings describe (``Settings.ingest`` + ``Settings.models.extraction``): the
+    extraction model is built (and, for a local engine, loaded) only when an llm choice needs it."""
+    from llmclients.factory import make_chat_model
+
+    needs_chat = config.extractor == "llm" or config.adjudicator == "llm"
+    return make_ingestor(memory, config, make_chat_model(extraction) if needs_chat else None)

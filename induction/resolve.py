@@ -20,7 +20,8 @@ from graph.models import Fact, as_utc
 from graph.snapshot import Snapshot
 from graph.store import GraphStore
 from induction.config import ResolveConfig
-from induction.extract import CandidateFact, concept_id_for, validity_map
+from induction.branch import validity_map
+from induction.extract import CandidateFact, concept_id_for
 from llmclients.embeddings import Embedder
 
 

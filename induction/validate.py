@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from difflib import SequenceMatcher
 
@@ -73,7 +73,7 @@ def check_evidence(facts: Sequence[CandidateFact], turns: dict[str, Turn], min_r
     return ok, rejected
 
 
-def _kind_of(fid: str, snap: Snapshot, attached: dict[str, str]) -> str | None:
+def _kind_of(fid: str, snap: Snapshot, attached: Mapping[str, str]) -> str | None:
     if fid in attached:
         return attached[fid]
     f = snap.facts.get(fid)

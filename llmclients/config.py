@@ -1,4 +1,4 @@
-"""Typed configuration for model endpoints (policy, answer model) and the factory that builds clients.
+"""Typed configuration for model endpoints (policy, answer model); clients are built by llmclients/factory.py.
 
 One config class describes any endpoint: an OpenAI-compatible server (vLLM in production, our
 ``evomem serve-model`` on CPU), the in-process transformers engine, or — for the policy only — the
@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
-from llmclients.chat import ChatModel
 
 EndpointKind = Literal["openai", "local", "rule"]
 StructuredMode = Literal["response_format", "structured_outputs", "guided_json"]
@@ -79,29 +77,36 @@ class ModelEndpointConfig(BaseModel):
 
 
 class ModelsConfig(BaseModel):
-    """The two model roles of the answering pipeline; they may share one vLLM server (base + LoRA)."""
+    """The model roles: policy and answer model (the answering pipeline; they may share one vLLM server,
+    base + LoRA) and the extraction model (ingestion, used only when the ingest config asks for the LLM
+    extractor or adjudicator)."""
 
     model_config = ConfigDict(extra="forbid")
     policy: ModelEndpointConfig = Field(default_factory=lambda: ModelEndpointConfig(kind="rule"),
                                         description="Writes the Reasoning State (rule baseline, or a learned policy).")
     answer: ModelEndpointConfig = Field(default_factory=ModelEndpointConfig,
                                         description="The frozen answer model (default: SmolLM2 in-process on CPU).")
+    extraction: ModelEndpointConfig = Field(default_factory=ModelEndpointConfig,
+                                            description="Extracts and adjudicates facts when ingestion uses the LLM "
+                                            "(default: SmolLM2 in-process on CPU; loaded only then).")
 
     @model_validator(mode="after")
     def _answer_needs_model(self) -> ModelsConfig:
-        if self.answer.kind == "rule":
-            raise ValueError("the answer model cannot be kind 'rule' (only the policy has a rule baseline)")
+        for role in ("answer", "extraction"):
+            if getattr(self, role).kind == "rule":
+                raise ValueError(f"the {role} model cannot be kind 'rule' (only the policy has a rule baseline)")
         return self
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides: Any) -> ModelsConfig:
-        """EVOMEM_{ANSWER,POLICY}_{KIND,URL,MODEL,API_KEY,PATH,CHAT_TEMPLATE_KWARGS}, EVOMEM_MODEL_CACHE;
+        """EVOMEM_{ANSWER,POLICY,EXTRACTION}_{KIND,URL,MODEL,API_KEY,PATH,CHAT_TEMPLATE_KWARGS}, EVOMEM_MODEL_CACHE;
         explicit overrides (non-None) win."""
         out: dict[str, Any] = {}
-        for name, prefix, default in (("policy", "POLICY", "rule"), ("answer", "ANSWER", "local")):
-            d = {"kind": env.get(f"EVOMEM_{prefix}_KIND"), "base_url": env.get(f"EVOMEM_{prefix}_URL"),
-                 "model": env.get(f"EVOMEM_{prefix}_MODEL"), "api_key": env.get(f"EVOMEM_{prefix}_API_KEY"),
-                 "model_path": env.get(f"EVOMEM_{prefix}_PATH"), "cache_dir": env.get("EVOMEM_MODEL_CACHE")}
+        for name, prefix, default in (("policy", "POLICY", "rule"), ("answer", "ANSWER", "local"),
+                                      ("extraction", "EXTRACTION", "local")):
+            d: dict[str, Any] = {"kind": env.get(f"EVOMEM_{prefix}_KIND"), "base_url": env.get(f"EVOMEM_{prefix}_URL"),
+                                 "model": env.get(f"EVOMEM_{prefix}_MODEL"), "api_key": env.get(f"EVOMEM_{prefix}_API_KEY"),
+                                 "model_path": env.get(f"EVOMEM_{prefix}_PATH"), "cache_dir": env.get("EVOMEM_MODEL_CACHE")}
             ctk = env.get(f"EVOMEM_{prefix}_CHAT_TEMPLATE_KWARGS")
             if ctk:
                 d["chat_template_kwargs"] = json.loads(ctk)
@@ -109,18 +114,6 @@ class ModelsConfig(BaseModel):
             d = {k: v for k, v in d.items() if v is not None}
             # A URL without a kind means "talk to that server": the common production case.
             d.setdefault("kind", "openai" if d.get("base_url") else default)
-            out[name] = ModelEndpointConfig(**d)
-        return cls(**out)
+            out[name] = ModelEndpointConfig.model_validate(d)
+        return cls.model_validate(out)
 
-
-def make_chat_model(cfg: ModelEndpointConfig) -> ChatModel:
-    """Build the client for ``cfg``. Local engines load their weights here (seconds), clients connect lazily."""
-    if cfg.kind == "openai":
-        from llmclients.openai_client import OpenAIChatClient
-
-        return OpenAIChatClient(cfg)
-    if cfg.kind == "local":
-        from llmclients.local_engine import LocalChatEngine
-
-        return LocalChatEngine.from_config(cfg)
-    raise ValueError("kind 'rule' is a policy, not a chat model; build it with serving.pipeline.make_policy")

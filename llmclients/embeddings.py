@@ -46,7 +46,10 @@ class SentenceTransformerEmbedder:
         self.model = SentenceTransformer(model_path, device=device, local_files_only=True)
         self.batch_size = batch_size
         getter = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(getter())
+        dim = getter()
+        if dim is None:
+            raise ValueError(f"{model_path}: the model does not report its embedding size")
+        self.dim = int(dim)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -69,7 +72,8 @@ class BgeM3Embedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         out = self.model.encode(list(texts), batch_size=self.batch_size)["dense_vecs"]
         out = np.asarray(out, dtype=np.float32)
-        return out / (np.linalg.norm(out, axis=1, keepdims=True) + 1e-12)
+        normed: np.ndarray = out / (np.linalg.norm(out, axis=1, keepdims=True) + 1e-12)
+        return normed
 
 
 class HashEmbedder:

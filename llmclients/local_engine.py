@@ -23,12 +23,12 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from llmclients.assets import SMOLLM2_GGUF, cache_root, smollm2_gguf  # noqa: F401 (re-exported)
 from llmclients.chat import ChatMessage, ChatResult, Usage
 from llmclients.config import ModelEndpointConfig
-from llmclients.openai_client import extract_json
+from llmclients.structured import extract_json
 
 SMOLLM2_NAME = "smollm2-135m-instruct"
 IM_END = "<|im_end|>"
@@ -68,8 +68,8 @@ def _file_lock(path: Path) -> Iterator[None]:
 def _quiet_transformers() -> None:
     from transformers.utils import logging as hf_logging
 
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    hf_logging.set_verbosity_error()  # type: ignore[no-untyped-call]
 
 
 def ensure_converted(gguf: Path, cache_dir: Path, name: str = SMOLLM2_NAME) -> tuple[Path, bool]:
@@ -92,7 +92,8 @@ def ensure_converted(gguf: Path, cache_dir: Path, name: str = SMOLLM2_NAME) -> t
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
         tok = AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name)
-        model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+        # Any: the GGUF clean-up below sets attributes transformers' stubs do not declare
+        model: Any = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
         # The weights are de-quantized to float32 already; the leftover GGUF marker only blocks saving.
         if hasattr(model.config, "quantization_config"):
             del model.config.quantization_config
@@ -152,9 +153,9 @@ def schema_errors(value: Any, schema: dict[str, Any], root: dict[str, Any] | Non
             if not any(not schema_errors(value, s, root, at) for s in schema[key]):
                 return [f"{at}: matches none of {key}"]
     for s in schema.get("allOf", []):
-        errs = schema_errors(value, s, root, at)
-        if errs:
-            return errs
+        sub = schema_errors(value, s, root, at)
+        if sub:
+            return sub
     if "const" in schema and value != schema["const"]:
         return [f"{at}: expected {schema['const']!r}"]
     if "enum" in schema and value not in schema["enum"]:
@@ -295,8 +296,8 @@ class LocalChatEngine:
 
     # -- generation --
     def _prompt_ids(self, messages: list[ChatMessage], prefill: str) -> Any:
-        text = self.tokenizer.apply_chat_template([m.model_dump() for m in messages], tokenize=False,
-                                                  add_generation_prompt=True)
+        text = cast(str, self.tokenizer.apply_chat_template([m.model_dump() for m in messages], tokenize=False,
+                                                            add_generation_prompt=True))  # tokenize=False: a str
         enc = self.tokenizer(text + prefill, return_tensors="pt", add_special_tokens=False)
         return enc["input_ids"].to(self.device)
 
@@ -320,7 +321,7 @@ class LocalChatEngine:
         n = len(new)
         finish = "stop" if n and int(new[-1]) in eos_ids else "length"
         keep = new[:-1] if finish == "stop" else new
-        text = self.tokenizer.decode(keep, skip_special_tokens=True, clean_up_tokenization_spaces=False)
+        text = cast(str, self.tokenizer.decode(keep, skip_special_tokens=True, clean_up_tokenization_spaces=False))
         lp = None
         if logprobs and out.logits:
             lp = [float(torch.log_softmax(lg[0].float(), -1)[int(t)]) for lg, t in zip(out.logits, new)]

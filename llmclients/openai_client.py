@@ -12,16 +12,14 @@ from __future__ import annotations
 import json
 import random
 import time
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
-from pydantic import BaseModel, ValidationError
 
 from llmclients.chat import ChatError, ChatMessage, ChatModel, ChatResult, Usage
 from llmclients.config import ModelEndpointConfig
 
 RETRY_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
-T = TypeVar("T", bound=BaseModel)
 
 
 class ChatHTTPError(ChatError):
@@ -126,7 +124,7 @@ class OpenAIChatClient:
         self._http.close()
 
     def _delay(self, attempt: int) -> float:
-        base = min(self.cfg.backoff_max_s, self.cfg.backoff_s * (2 ** attempt))
+        base = min(self.cfg.backoff_max_s, self.cfg.backoff_s * (2.0 ** attempt))
         return base * (0.5 + random.random() / 2)  # jitter so synchronized clients do not retry in lockstep
 
     def _request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
@@ -176,31 +174,3 @@ class OpenAIChatClient:
             return [m["id"] for m in data["data"]]
         except (KeyError, TypeError) as e:
             raise ChatError(f"/models answer is not a model list: {str(data)[:120]!r}", "invalid_response") from e
-
-
-def extract_json(text: str) -> Any:
-    """The first complete JSON value in ``text`` (models like to wrap JSON in prose or ``` fences)."""
-    dec = json.JSONDecoder()
-    for i, ch in enumerate(text):
-        if ch in "{[":
-            try:
-                return dec.raw_decode(text[i:])[0]
-            except ValueError:
-                continue
-    raise ValueError("no JSON object in the model output")
-
-
-def complete_json(model: ChatModel, messages: list[ChatMessage], response_model: type[T], *,
-                  max_tokens: int = 512, temperature: float = 0.0) -> tuple[T, ChatResult]:
-    """Ask any ``ChatModel`` for JSON matching ``response_model``; validate it in code.
-
-    The model proposes, code disposes: a reply that is not valid JSON for the schema raises
-    ``ChatError(kind="invalid_response")`` naming the problem, so callers never get a half-filled object.
-    """
-    res = model.complete(messages, max_tokens=max_tokens, temperature=temperature,
-                         json_schema=response_model.model_json_schema())
-    try:
-        return response_model.model_validate(extract_json(res.text)), res
-    except (ValueError, ValidationError) as e:
-        raise ChatError(f"{model.name} did not return a valid {response_model.__name__}: {str(e)[:300]}",
-                        "invalid_response") from e

@@ -1,1 +1,1 @@
-"""Reasoning-State policy: format, rule baseline, learned policy, rewards, GRPO training."""
+"""The Reasoning-State policy: its format, the rule baseline, the learned policy, rewards and GRPO training."""

@@ -24,7 +24,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from graph.retrieval import EvidenceBundle
-from llmclients.chat import ChatModel
+from llmclients.chat import ChatModel, ChatResult
 from policy.prompt import as_dicts, load_prompt, policy_messages
 from policy.state import ReasoningState, parse_state
 
@@ -86,6 +86,7 @@ class LocalLearnedPolicy:
         load_kw: dict[str, Any] = {"dtype": getattr(torch, dtype)}
         if meta.base_gguf_file:
             load_kw["gguf_file"] = meta.base_gguf_file
+        model: Any  # a plain causal LM or one wrapped by PEFT
         if meta.adapter:
             from peft import PeftModel
 
@@ -125,15 +126,21 @@ class LocalLearnedPolicy:
 
 
 class EndpointLearnedPolicy:
-    """The policy through a ChatModel, e.g. vLLM serving the LoRA adapter under the name ``policy``."""
+    """The policy through any ChatModel (vLLM serving the LoRA adapter under the name ``policy``, the local
+    engine, evomem serve-model): the prompt it was trained with, output checked by ``parse_state`` — the
+    model proposes, the grammar disposes. Serving uses it greedy (temperature 0); ``last_result`` keeps
+    the last reply for token accounting."""
 
     def __init__(self, chat: ChatModel, *, prompt: str = "policy_v1", temperature: float = 0.3,
                  max_tokens: int = 512, facts_budget: int | None = None):
         self.chat, self.prompt, self.temperature, self.max_tokens = chat, prompt, temperature, max_tokens
         self.facts_budget = facts_budget
         self.name = f"learned:{chat.name}:{load_prompt(prompt).version}"
+        self.last_result: ChatResult | None = None
 
     def state(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None = None) -> ReasoningState:
+        self.last_result = None
         msgs = policy_messages(request, bundle, choices, prompt=self.prompt, facts_budget=self.facts_budget)
         res = self.chat.complete(msgs, max_tokens=self.max_tokens, temperature=self.temperature)
+        self.last_result = res
         return parse_state(res.text, [it.alias for it in bundle.items])

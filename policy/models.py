@@ -150,6 +150,7 @@ def load_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> Any:
         path = cfg.name_or_path or str(smollm2_dir())
         model = AutoModelForCausalLM.from_pretrained(path, gguf_file=cfg.gguf_file or SMOLLM2_GGUF, **kw)
     else:
+        assert cfg.name_or_path is not None  # ModelConfig requires it for this source
         model = AutoModelForCausalLM.from_pretrained(cfg.name_or_path, **kw)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id

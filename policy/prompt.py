@@ -11,17 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import cache
-from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from graph.render import render_context, whitespace_tokens
 from graph.retrieval import EvidenceBundle
 from llmclients.chat import ChatMessage
+from llmclients.prompt_files import load_prompt_file
 from policy.state import ReasoningState
-
-PROMPT_DIR = Path(__file__).parent / "prompts"
 
 
 class PromptTemplate(BaseModel):
@@ -34,11 +31,7 @@ class PromptTemplate(BaseModel):
 @cache
 def load_prompt(name: str) -> PromptTemplate:
     """``name`` is a file stem in policy/prompts (``policy_v1``) or a path to a YAML file."""
-    path = Path(name) if name.endswith((".yaml", ".yml")) else PROMPT_DIR / f"{name}.yaml"
-    if not path.is_file():
-        known = sorted(p.stem for p in PROMPT_DIR.glob("*.yaml"))
-        raise FileNotFoundError(f"no prompt {name!r} (known: {', '.join(known)})")
-    return PromptTemplate.model_validate(yaml.safe_load(path.read_text()))
+    return load_prompt_file("policy.prompts", name, PromptTemplate)
 
 
 def options_block(choices: Sequence[str] | None) -> str:

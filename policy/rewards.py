@@ -13,116 +13,24 @@ instead of treating it as a zero.
 from __future__ import annotations
 
 import json
-import re
-import string
-from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from llmclients.chat import ChatError, ChatMessage, ChatModel
+from llmclients.chat import ChatError, ChatModel
 from policy.prompt import answer_messages, load_prompt
 from policy.reader import AnswerReader
 from policy.state import ReasoningState, StateParseError, parse_state
+from scoring.answers import choice_match, exact_match, normalize_answer, token_f1
+from scoring.judge import Judge
 from training_data.base import TrainingInstance
 
 # --- scorers -------------------------------------------------------------------------------------------
 
 
-def normalize_answer(s: str) -> str:
-    """LoCoMo's normaliser: drop commas, lower-case, strip punctuation, drop a/an/the/and, squeeze spaces.
-
-    >>> normalize_answer("The Beach, and a  Hike!")
-    'beach hike'
-    """
-    s = s.replace(",", "").lower()
-    s = "".join(ch for ch in s if ch not in set(string.punctuation))
-    s = re.sub(r"\b(a|an|the|and)\b", " ", s)
-    return " ".join(s.split())
-
-
-def token_f1(prediction: str, reference: str) -> float:
-    """Token-level F1 over LoCoMo-normalised words (LoCoMo also Porter-stems; we do not, to stay
-    dependency-free — scores on inflected words can differ slightly from theirs).
-
-    >>> token_f1("a relaxing beach holiday", "The beach holiday")
-    0.8
-    >>> token_f1("hiking", "beach")
-    0.0
-    """
-    p, r = normalize_answer(prediction).split(), normalize_answer(reference).split()
-    common = Counter(p) & Counter(r)
-    same = sum(common.values())
-    if not p or not r or same == 0:
-        return 0.0
-    precision, recall = same / len(p), same / len(r)
-    return 2 * precision * recall / (precision + recall)
-
-
-def exact_match(prediction: str, reference: str) -> float:
-    """1.0 when the normalised strings are equal.
-
-    >>> exact_match("The Beach.", "beach"), exact_match("beach trip", "beach")
-    (1.0, 0.0)
-    """
-    return float(normalize_answer(prediction) == normalize_answer(reference))
-
-
-def choice_match(prediction: str, reference: str, choices: Sequence[str]) -> float:
-    """1.0 when the prediction picks the reference option — by its text or by its letter "(B)"/"B".
-
-    >>> choice_match("(B)", "hiking", ["beach", "hiking"]), choice_match("beach", "hiking", ["beach", "hiking"])
-    (1.0, 0.0)
-    """
-    pred = prediction.strip()
-    m = re.fullmatch(r"\(?([A-Za-z])\)?[.:]?", pred)
-    if m and len(choices) <= 26:
-        idx = ord(m.group(1).upper()) - 65
-        return float(0 <= idx < len(choices) and choices[idx] == reference)
-    norm = normalize_answer(pred)
-    hits = [c for c in choices if normalize_answer(c) == norm]
-    if not hits:  # an answer that quotes the option inside a sentence still counts, if only one option fits
-        hits = [c for c in choices if normalize_answer(c) and normalize_answer(c) in norm]
-    return float(len(hits) == 1 and hits[0] == reference)
-
-
-class JudgeVerdict(BaseModel):
-    model_config = ConfigDict(extra="ignore")
-    correct: bool
-    reason: str = ""
-
-
-class JudgeScorer:
-    """LLM-judge scorer behind the ChatModel protocol; its prompt is data (policy/prompts/judge_v1.yaml).
-
-    Returns None when the judge times out or answers garbage, so the sample is dropped, not zeroed.
-    """
-
-    def __init__(self, chat: ChatModel, prompt: str = "judge_v1", max_tokens: int = 128):
-        self.chat, self.template, self.max_tokens = chat, load_prompt(prompt), max_tokens
-
-    def __call__(self, prediction: str, reference: str, request: str) -> float | None:
-        msgs = [ChatMessage(role="system", content=self.template.system),
-                ChatMessage(role="user", content=self.template.user.format(
-                    request=request, reference=reference, answer=prediction))]
-        try:
-            res = self.chat.complete(msgs, max_tokens=self.max_tokens, temperature=0.0,
-                                     json_schema=JudgeVerdict.model_json_schema())
-            return float(JudgeVerdict.model_validate(json.loads(_json_object(res.text))).correct)
-        except (ChatError, ValueError):
-            return None
-
-
-def _json_object(text: str) -> str:
-    start, end = text.find("{"), text.rfind("}")
-    if start < 0 or end < start:
-        raise ValueError(f"no JSON object in judge output {text[:80]!r}")
-    return text[start:end + 1]
-
-
-def score(instance: TrainingInstance, answer: str, judge: JudgeScorer | None = None) -> float | None:
+def score(instance: TrainingInstance, answer: str, judge: Judge | None = None) -> float | None:
     """The instance's task score for ``answer`` (0..1); None when a judge is needed but unavailable/failed.
 
     Without a judge, judge-scored rows fall back to token F1 (documented, so a CPU run still learns
@@ -133,7 +41,8 @@ def score(instance: TrainingInstance, answer: str, judge: JudgeScorer | None = N
     if instance.scorer == "exact":
         return exact_match(answer, instance.reference_answer)
     if instance.scorer == "judge" and judge is not None:
-        return judge(answer, instance.reference_answer, instance.request)
+        verdict = judge.grade(instance.request, instance.reference_answer, answer)
+        return None if verdict is None else float(verdict.correct)
     return token_f1(answer, instance.reference_answer)
 
 
@@ -265,7 +174,7 @@ class BaselineCache:
     def key(model: AnswerModel, instance: TrainingInstance) -> str:
         return f"{model.name}|{instance.instance_id}"
 
-    def get(self, model: AnswerModel, instance: TrainingInstance, judge: JudgeScorer | None = None) -> float | None:
+    def get(self, model: AnswerModel, instance: TrainingInstance, judge: Judge | None = None) -> float | None:
         k = self.key(model, instance)
         if k not in self.scores:
             ans = model.answer(instance, None)
@@ -280,13 +189,13 @@ class BaselineCache:
         return self.scores[k]
 
     def precompute(self, model: AnswerModel, instances: Sequence[TrainingInstance],
-                   judge: JudgeScorer | None = None) -> int:
+                   judge: Judge | None = None) -> int:
         """Fill the cache; returns how many instances have a baseline."""
         return sum(self.get(model, i, judge) is not None for i in instances)
 
 
 def state_reward(text: str, instance: TrainingInstance, model: AnswerModel, baseline: BaselineCache,
-                 cfg: RewardConfig, n_tokens: int | None = None, judge: JudgeScorer | None = None,
+                 cfg: RewardConfig, n_tokens: int | None = None, judge: Judge | None = None,
                  count_tokens: Callable[[str], int] = lambda t: len(t.split())) -> RewardBreakdown:
     """The full reward of one candidate state for one instance (Eq. 10 plus gates)."""
     state, penalty = gate(text, instance.aliases, instance.reference_answer,

@@ -55,7 +55,8 @@ from policy.config import TrainConfig, load_config
 from policy.learned import PolicyMeta, write_meta
 from policy.metrics import MetricsWriter, plot_metrics
 from policy.prompt import as_dicts, load_prompt, policy_messages
-from policy.rewards import AnswerModel, BaselineCache, JudgeScorer, RewardBreakdown, state_reward
+from policy.rewards import AnswerModel, BaselineCache, RewardBreakdown, state_reward
+from scoring.judge import Judge
 from training_data.base import TrainingInstance
 
 
@@ -125,15 +126,15 @@ def prompt_messages(inst: TrainingInstance, cfg: TrainConfig, count_tokens: Any 
 # --- answer model + reward ------------------------------------------------------------------------------
 
 
-def build_answer_model(cfg: TrainConfig) -> tuple[AnswerModel, JudgeScorer | None]:
+def build_answer_model(cfg: TrainConfig) -> tuple[AnswerModel, Judge | None]:
     from policy.rewards import ChatAnswerModel, ReaderAnswerModel
 
     if cfg.answer.kind == "reader":
         return ReaderAnswerModel(), None
-    from llmclients.config import make_chat_model
+    from llmclients.factory import make_chat_model
 
     assert cfg.answer.endpoint is not None  # the config validator guarantees it
-    judge = JudgeScorer(make_chat_model(cfg.answer.judge)) if cfg.answer.judge else None
+    judge = Judge(make_chat_model(cfg.answer.judge)) if cfg.answer.judge else None
     return ChatAnswerModel(make_chat_model(cfg.answer.endpoint), max_tokens=cfg.answer.max_tokens), judge
 
 
@@ -150,7 +151,7 @@ class StateRewardFn:
     __name__ = "state_reward"
 
     def __init__(self, instances: Sequence[TrainingInstance], model: AnswerModel, baseline: BaselineCache,
-                 cfg: TrainConfig, judge: JudgeScorer | None = None):
+                 cfg: TrainConfig, judge: Judge | None = None):
         self.by_id = {i.instance_id: i for i in instances}
         self.model, self.baseline, self.cfg, self.judge = model, baseline, cfg, judge
         self.pool = ThreadPoolExecutor(cfg.answer.concurrency) if cfg.answer.kind == "chat" else None
@@ -194,7 +195,7 @@ def summarize(bds: Sequence[RewardBreakdown]) -> dict[str, float]:
 
 
 def evaluate_states(texts: Sequence[str], instances: Sequence[TrainingInstance], model: AnswerModel,
-                    baseline: BaselineCache, cfg: TrainConfig, judge: JudgeScorer | None = None) -> dict[str, float]:
+                    baseline: BaselineCache, cfg: TrainConfig, judge: Judge | None = None) -> dict[str, float]:
     """Held-out numbers for given state texts: mean reward, answer accuracy (score with state), rates."""
     bds = [state_reward(t, i, model, baseline, cfg.reward, judge=judge) for t, i in zip(texts, instances)]
     rewards = [b.reward for b in bds if b.reward is not None]
@@ -207,7 +208,7 @@ def evaluate_states(texts: Sequence[str], instances: Sequence[TrainingInstance],
 
 
 def heldout_eval(model: Any, tokenizer: Any, instances: Sequence[TrainingInstance], prompts: Sequence[Any],
-                 answer: AnswerModel, baseline: BaselineCache, cfg: TrainConfig, judge: JudgeScorer | None = None,
+                 answer: AnswerModel, baseline: BaselineCache, cfg: TrainConfig, judge: Judge | None = None,
                  batch_size: int = 50) -> dict[str, float]:
     """Greedy states for the held-out set with the current weights, then ``evaluate_states``."""
     from policy.learned import LocalLearnedPolicy

@@ -1,1 +1,1 @@
-"""serving package."""
+"""Answering from memory: the answer pipeline (evidence, Reasoning State, answer model), the HTTP API and the model server."""

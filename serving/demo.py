@@ -13,12 +13,13 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from llmclients.chat import ChatModel
+from memcore.memory import Memory
 from policy.base import Policy
 from policy.rule import RulePolicy
-from serving.pipeline import AnswerPipeline, AnswerResult, MemoryLike, PipelineConfig
+from serving.pipeline import AnswerPipeline, AnswerResult, PipelineConfig
 
 
-def run_demo_answers(memory: MemoryLike, history_requests: Iterable[Mapping[str, Any]], *,
+def run_demo_answers(memory: Memory, history_requests: Iterable[Mapping[str, Any]], *,
                      answer_model: ChatModel | None = None, policy: Policy | None = None,
                      config: PipelineConfig | None = None, out: Callable[[str], None] = print) -> list[AnswerResult]:
     """Answer each ``{"user_id", "request"}``; returns the results (also printed through ``out``).

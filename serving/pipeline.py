@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -19,11 +19,13 @@ from graph.models import RelationalState
 from graph.render import render_context
 from graph.retrieval import EvidenceBundle, Explain
 from llmclients.chat import ChatError, ChatMessage, ChatModel, ChatResult
-from llmclients.config import ModelEndpointConfig, ModelsConfig, make_chat_model
-from policy.learned import LocalLearnedPolicy, is_policy_checkpoint
+from llmclients.config import ModelEndpointConfig, ModelsConfig
+from llmclients.factory import make_chat_model
+from memcore.memory import Memory
+from policy.learned import EndpointLearnedPolicy, LocalLearnedPolicy, is_policy_checkpoint
 from policy.base import Policy
 from policy.rule import RulePolicy
-from policy.state import ReasoningState, StateParseError, parse_state
+from policy.state import ReasoningState, StateParseError
 from serving.prompts import AnswerPrompt, fill, load_answer_prompt
 
 
@@ -47,26 +49,6 @@ class PipelineConfig(BaseModel):
         "answer without a state, or fail the request.")
 
 
-class ModelPolicy:
-    """A learned policy behind any ChatModel (vLLM LoRA adapter, local engine): prompt from
-    ``policy.prompt`` (the training prompt), output checked by ``parse_state`` — the model proposes,
-    the grammar disposes."""
-
-    def __init__(self, chat: ChatModel, prompt: str = "policy_v1", max_tokens: int = 512):
-        self.chat, self.prompt, self.max_tokens = chat, prompt, max_tokens
-        self.name = f"model:{chat.name}"
-        self.last_result: ChatResult | None = None
-
-    def state(self, request: str, bundle: EvidenceBundle) -> ReasoningState:
-        from policy.prompt import policy_messages
-
-        self.last_result = None
-        res = self.chat.complete(policy_messages(request, bundle, prompt=self.prompt), max_tokens=self.max_tokens,
-                                 temperature=0.0)
-        self.last_result = res
-        return parse_state(res.text, bundle.alias_of().values())
-
-
 def make_policy(cfg: ModelEndpointConfig, prompt: str = "policy_v1", max_tokens: int = 512) -> Policy:
     """Rule baseline; a checkpoint of ``evomem train-policy`` in process (kind=local, model_path holding
     evomem_policy.json: base + adapter, with the prompt it was trained on); or a model behind a ChatModel
@@ -76,7 +58,7 @@ def make_policy(cfg: ModelEndpointConfig, prompt: str = "policy_v1", max_tokens:
     if cfg.kind == "local" and cfg.model_path and is_policy_checkpoint(cfg.model_path):
         return LocalLearnedPolicy.from_checkpoint(cfg.model_path, device=cfg.device, temperature=0.0,
                                                   max_new_tokens=max_tokens)
-    return ModelPolicy(make_chat_model(cfg), prompt, max_tokens)
+    return EndpointLearnedPolicy(make_chat_model(cfg), prompt=prompt, temperature=0.0, max_tokens=max_tokens)
 
 
 def build_models(models: ModelsConfig, pipeline: PipelineConfig | None = None) -> tuple[Policy, ChatModel]:
@@ -86,7 +68,8 @@ def build_models(models: ModelsConfig, pipeline: PipelineConfig | None = None) -
     answer = make_chat_model(models.answer)
     if models.policy.kind == "local" and models.policy.model_copy(update={"model": None}) == \
             models.answer.model_copy(update={"model": None}):
-        return ModelPolicy(answer, cfg.policy_prompt, cfg.policy_max_tokens), answer
+        return EndpointLearnedPolicy(answer, prompt=cfg.policy_prompt, temperature=0.0,
+                                     max_tokens=cfg.policy_max_tokens), answer
     return make_policy(models.policy, cfg.policy_prompt, cfg.policy_max_tokens), answer
 
 
@@ -155,10 +138,6 @@ class _StateOutcome(BaseModel):
     completion_tokens: int = 0
 
 
-class MemoryLike(Protocol):
-    def retrieve(self, user_id: str, query: str, k: int | None = None, traverse: bool | None = None) -> EvidenceBundle: ...
-
-
 @contextmanager
 def model_role(role: str, model: Any) -> Iterator[None]:
     """Label a ChatError with the model's role, name and URL, so an HTTP 502/504 can say which model
@@ -167,7 +146,7 @@ def model_role(role: str, model: Any) -> Iterator[None]:
         yield
     except ChatError as e:
         if getattr(e, "model_role", None) is None:
-            chat = getattr(model, "chat", model)  # ModelPolicy wraps its ChatModel
+            chat = getattr(model, "chat", model)  # EndpointLearnedPolicy wraps its ChatModel
             e.model_role = role  # type: ignore[attr-defined]
             e.model_name = getattr(chat, "name", None)  # type: ignore[attr-defined]
             e.model_url = getattr(chat, "base_url", None)  # type: ignore[attr-defined]
@@ -175,7 +154,7 @@ def model_role(role: str, model: Any) -> Iterator[None]:
 
 
 class AnswerPipeline:
-    def __init__(self, memory: MemoryLike, policy: Policy, answer_model: ChatModel, config: PipelineConfig | None = None):
+    def __init__(self, memory: Memory, policy: Policy, answer_model: ChatModel, config: PipelineConfig | None = None):
         self.memory, self.policy, self.answer_model = memory, policy, answer_model
         self.config = config or PipelineConfig()
         self._rule = RulePolicy()

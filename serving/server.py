@@ -9,21 +9,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from llmclients.config import ModelsConfig
+from induction.config import IngestConfig
+from llmclients.config import ModelEndpointConfig, ModelsConfig
+from memcore.memory import Memory, MemorySettings
 from serving.api import ApiDeps, ApiSettings, IngestFn, create_app
 from serving.pipeline import AnswerPipeline, PipelineConfig, build_models
 
 
-def default_ingest(memory: Any) -> IngestFn | None:
-    """Session ingestion through ``induction`` with its default (offline, no-LLM) configuration.
+def default_ingest(memory: Memory, config: IngestConfig | None = None,
+                   extraction: ModelEndpointConfig | None = None) -> IngestFn:
+    """Session ingestion through ``induction``: offline by default; with an llm extractor/adjudicator in
+    ``config`` the ``extraction`` model (default: SmolLM2 in process) does it."""
+    from induction.pipeline import build_ingestor
+    from induction.session import parse_session
 
-    Returns None when induction is not importable, so the API still serves everything else."""
-    try:
-        from induction.pipeline import make_ingestor
-        from induction.session import parse_session
-    except ImportError:
-        return None
-    ingestor = make_ingestor(memory)
+    ingestor = build_ingestor(memory, config or IngestConfig(), extraction or ModelEndpointConfig())
 
     def ingest(user_id: str, session_json: dict[str, Any]) -> dict[str, Any]:
         session = parse_session(session_json, source="http", user_id=user_id)
@@ -32,28 +32,27 @@ def default_ingest(memory: Any) -> IngestFn | None:
     return ingest
 
 
-def build_deps(settings: Any, models: ModelsConfig, pipeline: PipelineConfig, api: ApiSettings,
-               ingest: IngestFn | None | bool = True) -> ApiDeps:
-    """``settings`` is ``evomem.settings.Settings`` (store, embedder, retrieval). ``ingest``: a function,
-    None (no ingestion route), or True (induction's default ingestor)."""
-    from evomem.memory import Memory
-
+def build_deps(settings: MemorySettings, models: ModelsConfig, pipeline: PipelineConfig, api: ApiSettings,
+               ingest: IngestFn | None | bool = True, ingest_config: IngestConfig | None = None) -> ApiDeps:
+    """``settings``: store, embedder, retrieval (``evomem.settings.Settings`` fits). ``ingest``: a function,
+    None (no ingestion route), or True (induction's ingestor for ``ingest_config``, whose llm choices use
+    ``models.extraction``)."""
     memory = Memory.from_settings(settings)
     try:
         policy, answer_model = build_models(models, pipeline)
+        fn = default_ingest(memory, ingest_config, models.extraction) if ingest is True else (ingest or None)
     except Exception:
         memory.close()
         raise
-    fn = default_ingest(memory) if ingest is True else (ingest or None)
     return ApiDeps(memory=memory, pipeline=AnswerPipeline(memory, policy, answer_model, pipeline), settings=api,
                    ingest=fn)
 
 
-def run_server(settings: Any, models: ModelsConfig, pipeline: PipelineConfig, api: ApiSettings, host: str, port: int,
-               log_level: str = "info") -> None:
+def run_server(settings: MemorySettings, models: ModelsConfig, pipeline: PipelineConfig, api: ApiSettings, host: str, port: int,
+               log_level: str = "info", ingest_config: IngestConfig | None = None) -> None:
     import uvicorn
 
-    deps = build_deps(settings, models, pipeline, api)
+    deps = build_deps(settings, models, pipeline, api, ingest_config=ingest_config)
     app = create_app(deps)
     print(f"evomem serve: http://{host}:{port}  store={settings.store.backend}  policy={deps.pipeline.policy.name}  "
           f"answer={deps.pipeline.answer_model.name}  auth={'on' if api.require_auth else 'OFF'}", flush=True)

@@ -130,7 +130,7 @@ def embedder() -> object:
 def memory(store: object, embedder: object) -> object:
     """A Memory over ``store`` holding the shipped example history (users maya, leo, sara)."""
     from evomem.examples import history_batches, load_history
-    from evomem.memory import Memory
+    from memcore.memory import Memory
 
     mem = Memory(store, embedder)  # type: ignore[arg-type]
     for b in history_batches(load_history()):
@@ -141,7 +141,7 @@ def memory(store: object, embedder: object) -> object:
 @pytest.fixture
 def embedded_memory(tmp_path: Path, embedder: object) -> Iterator[object]:
     """An empty Memory over a fresh embedded store (tests that are about logic, not backends)."""
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from graph.embedded import EmbeddedStore
 
     store = EmbeddedStore(tmp_path / "store")
@@ -156,7 +156,7 @@ def mem(store: object) -> object:
     """An empty Memory over ``store`` with a wider (256-d) hashing embedder than ``embedder``: the
     induction rules' cosine thresholds need sentences that share words to score high and unrelated
     ones low."""
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from llmclients.embeddings import HashEmbedder
 
     cache = getattr(store, "_emb_cache", None)

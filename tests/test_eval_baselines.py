@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from evomem.evaluation.baselines import TurnBM25, TurnIndex, bm25_tokens, rrf_ranking
+from evaluation.baselines import TurnBM25, TurnIndex, bm25_tokens, rrf_ranking
 from llmclients.embeddings import HashEmbedder
 
 

@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from evomem.evaluation.beam import beam_episodes
-from evomem.evaluation.harness import Harness, HarnessConfig
-from evomem.evaluation.locomo import locomo_episodes
-from evomem.evaluation.memsyco import memsyco_report
-from evomem.evaluation.report import build_report, markdown
-from evomem.memory import Memory
+from evaluation.beam import beam_episodes
+from evaluation.harness import Harness, HarnessConfig
+from evaluation.locomo import locomo_episodes
+from evaluation.memsyco import memsyco_report
+from evaluation.report import build_report, markdown
+from memcore.memory import Memory
 from induction.pipeline import make_ingestor
 from graph.embedded import EmbeddedStore
 from induction.session import SessionFormatError

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 from evomem.cli import build_parser, main
-from evomem.evaluation.answers import Judge, load_judge_prompt, parse_verdict
-from evomem.evaluation.harness import AnswerSetup, Harness, HarnessConfig
-from evomem.evaluation.locomo import locomo_episodes, reference, score_answer
-from evomem.evaluation.report import build_report
-from evomem.memory import Memory
+from evaluation.harness import AnswerSetup, Harness, HarnessConfig
+from evaluation.locomo import locomo_episodes, reference, score_answer
+from evaluation.report import build_report
+from memcore.memory import Memory
 from induction.pipeline import make_ingestor
 from llmclients.chat import ChatMessage, ChatResult
 from policy.rule import RulePolicy
+from scoring.judge import Judge, load_judge_prompt, parse_verdict
 from serving.pipeline import AnswerPipeline, PipelineConfig
 from test_eval_benchmarks import write_beam, write_memsyco
 from test_eval_harness import locomo_slice, write_slice

@@ -17,11 +17,11 @@ from typing import Any
 
 import pytest
 
-from evomem.evaluation.harness import Episode, EvalQuestion, Harness, HarnessConfig, time_ordered
-from evomem.evaluation.locomo import locomo_episodes, malformed_pieces
-from evomem.evaluation.metrics import whitespace_tokens
-from evomem.evaluation.report import build_report, markdown, write_outputs
-from evomem.memory import Memory
+from evaluation.harness import Episode, EvalQuestion, Harness, HarnessConfig, time_ordered
+from evaluation.locomo import locomo_episodes, malformed_pieces
+from evaluation.metrics import whitespace_tokens
+from evaluation.report import build_report, markdown, write_outputs
+from memcore.memory import Memory
 from graph.render import render_context
 from induction.adapters import normalize_evidence
 from induction.pipeline import make_ingestor

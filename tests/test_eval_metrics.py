@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from evomem.evaluation.metrics import (EvidenceScore, acc_at_complete, bootstrap_ci, locomo_f1, multi_answer_f1,
-                                       normalize_answer, paired_bootstrap_ci, score_evidence, summarize, token_f1,
-                                       turns_of_facts)
+from evaluation.metrics import (EvidenceScore, acc_at_complete, bootstrap_ci, locomo_f1, multi_answer_f1,
+                                       paired_bootstrap_ci, score_evidence, summarize, turns_of_facts)
 from graph.models import Fact
+from scoring.answers import normalize_answer, token_f1
 
 
 def test_c5_metrics_by_hand() -> None:

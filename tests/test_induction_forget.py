@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evomem.memory import Memory
+from memcore.memory import Memory
 from graph.edits import check_invariants
 from graph.render import render_context
 from graph.retrieval import retrieve

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from servers import ServerProcess, shared_tiny_model, start_model_server
 
-from evomem.memory import Memory
+from memcore.memory import Memory
 from graph.embedded import EmbeddedStore
 from induction.config import IngestConfig, LLMCallConfig
 from induction.pipeline import IngestError, make_ingestor

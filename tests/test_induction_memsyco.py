@@ -1,4 +1,4 @@
-"""The judge-free MemSyco check (induction/memsyco_eval.py): fields, matching rule, and behaviour on
+"""The judge-free MemSyco check (evaluation/memsyco_selection.py): fields, matching rule, and behaviour on
 hand-written update dialogues with the real MiniLM embedder."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from evomem.memory import Memory
+from memcore.memory import Memory
 from graph.embedded import EmbeddedStore
-from induction.memsyco_eval import MemsycoEvalConfig, evaluate_memsyco
+from evaluation.memsyco_selection import MemsycoEvalConfig, evaluate_memsyco
 from induction.offline import OfflineExtractor
 from induction.pipeline import Ingestor
 from llmclients.embeddings import HashEmbedder

@@ -10,14 +10,15 @@ from typing import Any
 
 import pytest
 
-from evomem.memory import Memory
+from memcore.memory import Memory
 from graph.edits import AttachFact, EditBatch, apply_batch
 from graph.models import Fact
 from graph.retrieval import retrieve
 from graph.snapshot import Snapshot
 from induction.adjudicate import LLMAdjudicator, RuleAdjudicator
 from induction.config import IngestConfig, RuleAdjudicatorConfig
-from induction.extract import CandidateFact, ExtractionResult, LLMExtractor, OntologyBranch
+from induction.branch import OntologyBranch
+from induction.extract import CandidateFact, ExtractionResult, LLMExtractor
 from induction.offline import OfflineExtractor
 from induction.pipeline import IngestError, Ingestor
 from induction.session import Session

@@ -17,11 +17,10 @@ from llmclients.config import ModelEndpointConfig, ModelsConfig
 from llmclients.openai_client import (
     OpenAIChatClient,
     build_body,
-    complete_json,
-    extract_json,
     parse_completion,
     structured_fields,
 )
+from llmclients.structured import complete_json, extract_json
 
 KEY = "test-model-key"
 MSG = [ChatMessage(role="user", content="Say hello.")]

@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 from servers import FaultServer
 
-from llmclients.config import ModelEndpointConfig, make_chat_model
+from llmclients.config import ModelEndpointConfig
+from llmclients.factory import make_chat_model
 from policy.base import Policy
 from policy.learned import EndpointLearnedPolicy, read_meta
 from policy.state import StateParseError

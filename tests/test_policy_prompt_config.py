@@ -26,7 +26,7 @@ def test_doctests(module) -> None:  # noqa: ANN001
 
 def test_every_prompt_file_has_a_version() -> None:
     names = sorted(p.stem for p in (ROOT / "policy" / "prompts").glob("*.yaml"))
-    assert {"policy_v1", "policy_tiny_v1", "answer_v1", "judge_v1"} <= set(names)
+    assert {"policy_v1", "policy_tiny_v1", "answer_v1"} <= set(names)
     versions = [load_prompt(n).version for n in names]
     assert len(set(versions)) == len(versions)
     with pytest.raises(FileNotFoundError, match="known"):

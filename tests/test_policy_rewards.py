@@ -13,8 +13,10 @@ from servers import FaultServer
 import policy.reader
 import policy.rewards
 from llmclients.chat import ChatError, ChatMessage, ChatResult
-from policy.rewards import (BaselineCache, ChatAnswerModel, JudgeScorer, ReaderAnswerModel, RewardConfig,
-                            choice_match, discloses_answer, gate, score, state_reward, token_f1)
+from policy.rewards import (BaselineCache, ChatAnswerModel, ReaderAnswerModel, RewardConfig, discloses_answer, gate,
+                            score, state_reward)
+from scoring.answers import choice_match, token_f1
+from scoring.judge import Judge
 from policy.state import FactUse, ReasoningState
 from training_data.synthetic import SyntheticConfig, SyntheticSource
 
@@ -133,23 +135,27 @@ def test_chat_answer_model_sees_the_state_only_when_given() -> None:
 
 def _judge(body: dict[str, Any]) -> str:
     """A scripted judge: correct when the graded answer mentions the beach."""
-    correct = "beach" in body["messages"][-1]["content"].split("Assistant answer:")[-1]
+    correct = "beach" in body["messages"][-1]["content"].split("Answer to grade:")[-1]
     return json.dumps({"correct": correct, "reason": "r"})
 
 
-def test_judge_scorer_over_a_real_openai_compatible_http_server() -> None:
-    from llmclients.config import ModelEndpointConfig, make_chat_model
+def test_judge_scored_rows_over_a_real_openai_compatible_http_server() -> None:
+    from llmclients.config import ModelEndpointConfig
+    from llmclients.factory import make_chat_model
 
     with FaultServer(mode="ok", reply=_judge) as srv:
         chat = make_chat_model(ModelEndpointConfig(kind="openai", base_url=srv.url, model="judge", max_retries=0))
-        judge = JudgeScorer(chat)
-        assert judge("Go to the beach", "A relaxing beach holiday", "Suggest a vacation") == 1.0
-        assert judge("Go hiking", "A relaxing beach holiday", "Suggest a vacation") == 0.0
+        judge = Judge(chat)
+        inst = _inst().model_copy(update={"scorer": "judge", "choices": None, "request": "Suggest a vacation",
+                                          "reference_answer": "A relaxing beach holiday"})
+        assert score(inst, "Go to the beach", judge) == 1.0
+        assert score(inst, "Go hiking", judge) == 0.0
 
 
-def test_judge_scorer_garbage_or_timeout_is_none() -> None:
-    assert JudgeScorer(FakeChat(reply="no json here"))("a", "b", "q") is None
-    assert JudgeScorer(FakeChat(timeout=True))("a", "b", "q") is None
+def test_judge_garbage_or_timeout_is_none() -> None:
+    inst = _inst().model_copy(update={"scorer": "judge", "choices": None, "reference_answer": "b"})
+    assert score(inst, "a", Judge(FakeChat(reply="no json here"))) is None
+    assert score(inst, "a", Judge(FakeChat(timeout=True))) is None
 
 
 def test_score_falls_back_to_token_f1_for_judge_rows_without_a_judge() -> None:

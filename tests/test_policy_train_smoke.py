@@ -88,7 +88,8 @@ def test_trained_checkpoint_serves_in_process_and_behind_serve_model(tmp_path: P
     from policy.config import load_config
     from policy.learned import LocalLearnedPolicy
     from policy.train import train
-    from serving.pipeline import AnswerPipeline, ModelPolicy, PipelineConfig, build_models
+    from policy.learned import EndpointLearnedPolicy
+    from serving.pipeline import AnswerPipeline, PipelineConfig, build_models
     from servers import start_model_server
 
     class Fixed:
@@ -115,8 +116,9 @@ def test_trained_checkpoint_serves_in_process_and_behind_serve_model(tmp_path: P
         models = ModelsConfig.from_env({"EVOMEM_POLICY_URL": f"{server.url}/v1", "EVOMEM_POLICY_MODEL": "policy"},
                                        answer={"kind": "openai", "base_url": f"{server.url}/v1", "model": "policy"})
         served, _ = build_models(models, PipelineConfig(policy_prompt="policy_tiny_v1"))
-        assert isinstance(served, ModelPolicy) and served.prompt == "policy_tiny_v1"
-        check(served, "model:policy")
+        assert isinstance(served, EndpointLearnedPolicy) and served.prompt == "policy_tiny_v1"
+        check(served, served.name)
+        assert served.name.startswith("learned:policy:") and served.temperature == 0.0
         assert served.last_result is not None and served.last_result.usage.prompt_tokens > 0  # it really answered
     finally:
         server.stop()

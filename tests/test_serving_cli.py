@@ -71,7 +71,7 @@ def test_answer_command_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
 @pytest.mark.slow
 def test_demo_answers_with_smollm2(tmp_path: Path) -> None:
     from evomem.examples import history_batches, load_history
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from graph.embedded import EmbeddedStore
     from llmclients.embeddings import HashEmbedder
     from serving.demo import run_demo_answers

@@ -8,11 +8,12 @@ from typing import Any
 
 import pytest
 
-from evomem.memory import Memory
+from memcore.memory import Memory
 from llmclients.chat import ChatMessage, ChatResult, Usage
 from policy.rule import RulePolicy
 from policy.state import StateParseError
-from serving.pipeline import AnswerPipeline, ModelPolicy, PipelineConfig, without_states
+from policy.learned import EndpointLearnedPolicy
+from serving.pipeline import AnswerPipeline, PipelineConfig, without_states
 from serving.prompts import AnswerPrompt, fill, known_prompts, load_answer_prompt
 
 
@@ -107,7 +108,7 @@ class BadPolicyModel(Recorder):
 
 def test_invalid_model_policy_output_falls_back_or_raises(memory: Memory) -> None:
     answer = Recorder()
-    policy = ModelPolicy(BadPolicyModel(reply="I think you should go to the beach."))
+    policy = EndpointLearnedPolicy(BadPolicyModel(reply="I think you should go to the beach."), temperature=0.0)
     res = AnswerPipeline(memory, policy, answer).answer("maya", "Suggest a vacation for me")
     assert res.policy_fallback and "rule baseline used" in res.policy_fallback
     assert res.reasoning_state and res.reasoning_state.startswith("F1:")
@@ -120,7 +121,7 @@ def test_invalid_model_policy_output_falls_back_or_raises(memory: Memory) -> Non
 def test_valid_model_policy_is_used_with_its_token_counts(memory: Memory) -> None:
     bundle = memory.retrieve("maya", "Suggest a vacation for me", k=4)
     good = RulePolicy().state_text("Suggest a vacation for me", bundle)
-    res = AnswerPipeline(memory, ModelPolicy(Recorder(reply=good)), Recorder(), PipelineConfig(k=4)).answer(
+    res = AnswerPipeline(memory, EndpointLearnedPolicy(Recorder(reply=good), temperature=0.0), Recorder(), PipelineConfig(k=4)).answer(
         "maya", "Suggest a vacation for me")
     assert res.policy_fallback is None and res.reasoning_state == good and res.tokens["policy_prompt"] == 100
 

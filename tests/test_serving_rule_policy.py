@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from evomem.examples import fact_id, load_history
-from evomem.memory import Memory
+from memcore.memory import Memory
 from graph.edits import EditBatch, Retract
 from graph.retrieval import EvidenceBundle
 from policy.base import Policy

@@ -118,10 +118,10 @@ class MemSycoSource:
             specs.append(FactSpec(key=f"d{n}", statement=rng.choice(others), days=rng.randint(5, 300),
                                   gold=_GOLD["distractor"]))
         key = f"memsyco-{row['id']}"
-        items, gold, _ = assemble(key, key, specs, rels, rng)  # type: ignore[arg-type]
+        items, gold_uses, _ = assemble(key, key, specs, rels, rng)  # type: ignore[arg-type]
         return TrainingInstance(
             instance_id=f"memsyco:{row['id']}", source=self.name, category=TASKS[task], user_id=key,
             request=row["question"], evidence=items, reference_answer=reference, choices=choices,
-            scorer=scorer, gold=gold,  # type: ignore[arg-type]
+            scorer=scorer, gold=gold_uses,
             metadata={"task": task, "policy": policy, "subtype": row["metadata"].get("subtype"), "topic": topic,
                       "reference_long": ev["reference_answer"], "rubric": rubric})

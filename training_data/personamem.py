@@ -103,7 +103,7 @@ class PersonaMemSource:
         specs = [FactSpec(key=f"t{i}", statement=m["content"].strip()[: self.max_chars], days=max(1, (n - i) * 3))
                  for i, m in sorted(picked + extra, key=lambda x: x[0])]
         options = [_OPT.sub("", o).strip() for o in parse_options(r["all_options"])]
-        letters = [(_OPT.match(o).group(1).lower() if _OPT.match(o) else chr(97 + k))
+        letters = [(m.group(1).lower() if (m := _OPT.match(o)) else chr(97 + k))
                    for k, o in enumerate(parse_options(r["all_options"]))]
         want = r["correct_answer"].strip().strip("()").lower()
         if want not in letters:

@@ -64,7 +64,7 @@ class EvalOptions(LLMOptions):
                                                        "(SmolLM2 in-process), openai (--answer-url).")
     answer_url: str | None = Field(default=None, description="--answers openai: endpoint incl. /v1.")
     answer_model: str = Field(default="default", description="--answers openai: served model name.")
-    judge: bool = Field(default=True, description="With answers: grade them with the LLM judge (evaluation/prompts/judge_v1.yaml).")
+    judge: bool = Field(default=True, description="With answers: grade them with the LLM judge (scoring/prompts/judge_v1.yaml).")
     judge_url: str | None = Field(default=None, description="Judge endpoint incl. /v1 (default: the answer model).")
     judge_model: str = Field(default="default", description="Judge served model name.")
     bootstrap: int = Field(default=1000, ge=0, description="Bootstrap resamples for the confidence intervals (0 = none).")
@@ -78,7 +78,7 @@ class EvalOptions(LLMOptions):
         if self.policy == "learned" and not self.policy_url:
             raise ValueError("--policy learned needs --policy-url (the served policy adapter)")
         if self.baselines:
-            from evomem.evaluation.baselines import BASELINES
+            from evaluation.baselines import BASELINES
 
             bad = [b for b in self.baselines if b not in BASELINES]
             if bad:
@@ -101,18 +101,19 @@ def _policy(opts: EvalOptions) -> Any:
         from policy.rule import RulePolicy
 
         return RulePolicy()
-    from llmclients.config import make_chat_model
-    from serving.pipeline import ModelPolicy
+    from llmclients.factory import make_chat_model
+    from policy.learned import EndpointLearnedPolicy
 
-    return ModelPolicy(make_chat_model(_endpoint(opts.policy_url, opts.policy_model, opts.llm_timeout_s)))
+    return EndpointLearnedPolicy(make_chat_model(_endpoint(opts.policy_url, opts.policy_model, opts.llm_timeout_s)),
+                                 temperature=0.0)
 
 
 def _answer_setup(opts: EvalOptions, mem: Any, policy: Any, module: Any) -> Any:
     if opts.answers == "off":
         return None
-    from evomem.evaluation.answers import Judge
-    from evomem.evaluation.harness import AnswerSetup
-    from llmclients.config import make_chat_model
+    from scoring.judge import Judge
+    from evaluation.harness import AnswerSetup
+    from llmclients.factory import make_chat_model
     from policy.rule import RulePolicy
     from serving.pipeline import AnswerPipeline, PipelineConfig
 
@@ -124,7 +125,7 @@ def _answer_setup(opts: EvalOptions, mem: Any, policy: Any, module: Any) -> Any:
 
 
 def cmd_eval(opts: EvalOptions) -> int:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from induction.pipeline import make_ingestor
 
     settings = opts.settings()
@@ -157,13 +158,13 @@ def cmd_eval(opts: EvalOptions) -> int:
             shutil.rmtree(tmp, ignore_errors=True)
     rep["meta"]["wall_s"] = round(time.perf_counter() - t0, 2)
     if opts.out:
-        from evomem.evaluation.report import write_outputs
+        from evaluation.report import write_outputs
 
         rep["meta"]["outputs"] = [str(p) for p in write_outputs(rep, opts.out, questions)]
     if opts.as_json:
         print(json.dumps(rep, default=str))
     else:
-        from evomem.evaluation.report import markdown
+        from evaluation.report import markdown
 
         print(markdown(rep))
     return 0
@@ -176,9 +177,9 @@ def _bar(opts: EvalOptions, desc: str) -> Any:
 
 
 def _run_dialogue(opts: EvalOptions, ing: Any, mem: Any, prefix: str, meta: dict[str, Any]) -> tuple[dict[str, Any], list[Any], list[str]]:
-    from evomem.evaluation import beam, locomo
-    from evomem.evaluation.harness import Harness, HarnessConfig
-    from evomem.evaluation.report import build_report
+    from evaluation import beam, locomo
+    from evaluation.harness import Harness, HarnessConfig
+    from evaluation.report import build_report
     from graph.retrieval import RetrievalConfig
 
     module = locomo if opts.benchmark == "locomo" else beam
@@ -221,7 +222,7 @@ def _run_dialogue(opts: EvalOptions, ing: Any, mem: Any, prefix: str, meta: dict
 
 
 def _run_memsyco(opts: EvalOptions, ing: Any, prefix: str) -> dict[str, Any]:
-    from evomem.evaluation.memsyco import memsyco_report
+    from evaluation.memsyco import memsyco_report
 
     bar = _bar(opts, "memsyco")
 

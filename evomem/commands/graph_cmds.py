@@ -48,7 +48,7 @@ class UsersOptions(CommonOptions):
 
 def cmd_demo(opts: DemoOptions) -> int:
     from evomem.examples import history_batches, load_history
-    from evomem.memory import Memory
+    from memcore.memory import Memory
 
     settings = opts.settings()
     tmp = None
@@ -94,7 +94,7 @@ def cmd_demo(opts: DemoOptions) -> int:
 
 
 def cmd_retrieve(opts: RetrieveOptions) -> int:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from graph.render import render_context
 
     mem = Memory.from_settings(opts.settings())
@@ -107,7 +107,7 @@ def cmd_retrieve(opts: RetrieveOptions) -> int:
 
 
 def cmd_cypher(opts: CypherOptions) -> int:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
 
     mem = Memory.from_settings(opts.settings())
     rows = mem.cypher(opts.user, opts.query, opts.params)
@@ -117,7 +117,7 @@ def cmd_cypher(opts: CypherOptions) -> int:
 
 
 def cmd_undo(opts: UndoOptions) -> int:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
 
     mem = Memory.from_settings(opts.settings())
     cs = mem.undo(opts.user, opts.edit_id)
@@ -128,7 +128,7 @@ def cmd_undo(opts: UndoOptions) -> int:
 
 def cmd_load_example(opts: LoadExampleOptions) -> int:
     from evomem.examples import history_batches, load_history
-    from evomem.memory import Memory
+    from memcore.memory import Memory
 
     mem = Memory.from_settings(opts.settings())
     n = 0
@@ -143,7 +143,7 @@ def cmd_load_example(opts: LoadExampleOptions) -> int:
 
 
 def cmd_users(opts: UsersOptions) -> int:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
 
     mem = Memory.from_settings(opts.settings())
     users = mem.store.users()

@@ -1,5 +1,5 @@
 """Induction subcommands: ingest, forget, purge, history. (``evomem eval memsyco`` lives in eval_cmds.py and
-scores with induction/memsyco_eval.py.)
+scores with evaluation/memsyco_selection.py.)
 
     evomem ingest --user maya sessions.jsonl
     evomem ingest --format locomo ../shared/data/locomo/locomo10.json --conversation conv-26
@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, model_validator
 
 from evomem.cliargs import positional
 from evomem.commands.common import Command, CommonOptions, _print
+
+if TYPE_CHECKING:  # imported where used: the CLI starts without loading every subsystem
+    from induction.config import IngestConfig
+    from llmclients.chat import ChatModel
 
 
 class LLMOptions(CommonOptions):
@@ -30,22 +34,23 @@ class LLMOptions(CommonOptions):
     llm_model: str = Field(default="default", description="Served model name.")
     llm_timeout_s: float = Field(default=120.0, gt=0, description="Per-request timeout of the model server.")
 
-    def ingest_config(self) -> Any:
+    def ingest_config(self) -> IngestConfig:
         from induction.config import IngestConfig
 
         return IngestConfig(extractor=self.extractor,
                             adjudicator=self.adjudicator or ("llm" if self.extractor == "llm" else "rules"))
 
-    def chat_model(self) -> Any:
+    def chat_model(self) -> ChatModel | None:
         cfg = self.ingest_config()
         if cfg.extractor != "llm" and cfg.adjudicator != "llm":
             return None
-        from llmclients.config import ModelEndpointConfig, make_chat_model
+        from llmclients.config import ModelEndpointConfig
+        from llmclients.factory import make_chat_model
 
         if self.llm_url:
             return make_chat_model(ModelEndpointConfig(kind="openai", base_url=self.llm_url, model=self.llm_model,
                                                        timeout_s=self.llm_timeout_s))
-        return make_chat_model(ModelEndpointConfig(kind="local"))
+        return make_chat_model(self.settings().models.extraction)  # EVOMEM_EXTRACTION_*; default SmolLM2 in process
 
 
 class IngestOptions(LLMOptions):
@@ -94,7 +99,7 @@ def _sorted_sessions(sessions: list[Any]) -> list[Any]:
 def cmd_ingest(opts: IngestOptions) -> int:
     from tqdm import tqdm
 
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from induction.adapters import load_any
     from induction.pipeline import IngestError, make_ingestor
 
@@ -154,7 +159,7 @@ def cmd_ingest(opts: IngestOptions) -> int:
 
 
 def cmd_forget(opts: ForgetOptions) -> int:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from induction.config import ForgetConfig
     from induction.forget import retract
 
@@ -172,7 +177,7 @@ def cmd_forget(opts: ForgetOptions) -> int:
 
 
 def cmd_purge(opts: PurgeOptions) -> int:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from induction.forget import purge, purge_turns
 
     if not opts.yes:
@@ -191,7 +196,7 @@ def cmd_purge(opts: PurgeOptions) -> int:
 
 
 def cmd_history(opts: HistoryOptions) -> int:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from induction.history import UnknownFact, fact_history
 
     mem = Memory.from_settings(opts.settings())

@@ -6,12 +6,16 @@ from __future__ import annotations
 import ipaddress
 import os
 import sys
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
 from evomem.cliargs import positional
 from evomem.commands.common import Command, CommonOptions, _print, _state_line
+
+if TYPE_CHECKING:  # imported where used: the CLI starts without loading every subsystem
+    from llmclients.config import ModelsConfig
+    from serving.pipeline import PipelineConfig
 
 LogLevel = Literal["critical", "error", "warning", "info", "debug"]
 
@@ -65,7 +69,7 @@ class ModelOptions(CommonOptions):
     k: int = Field(default=10, ge=1, description="Seed facts.")
     max_answer_tokens: int = Field(default=256, ge=1, description="Answer length cap (tokens).")
 
-    def models(self) -> Any:
+    def models(self) -> ModelsConfig:
         from llmclients.config import ModelsConfig
 
         return ModelsConfig.from_env(os.environ, answer={
@@ -74,7 +78,7 @@ class ModelOptions(CommonOptions):
             "max_retries": self.answer_retries}, policy={
             "kind": self.policy, "base_url": self.policy_url, "model": self.policy_model, "model_path": self.policy_path})
 
-    def pipeline_config(self) -> Any:
+    def pipeline_config(self) -> PipelineConfig:
         from serving.pipeline import PipelineConfig
 
         return PipelineConfig(k=self.k, prompt=self.prompt, max_answer_tokens=self.max_answer_tokens,
@@ -145,12 +149,14 @@ def cmd_serve(opts: ServeOptions) -> int:
         print(f"evomem serve: --no-auth is only allowed on a loopback address, not {opts.host}", file=sys.stderr)
         return 2
     api = ApiSettings(keys=keys, require_auth=opts.auth, max_body_bytes=opts.max_body_bytes)
-    run_server(opts.settings(), opts.models(), opts.pipeline_config(), api, opts.host, opts.port, opts.log_level)
+    settings = opts.settings()  # EVOMEM_EXTRACTOR=llm + EVOMEM_EXTRACTION_URL: ingest with the LLM extractor
+    run_server(settings, opts.models(), opts.pipeline_config(), api, opts.host, opts.port, opts.log_level,
+               ingest_config=settings.ingest)
     return 0
 
 
 def cmd_answer(opts: AnswerOptions) -> int:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from serving.pipeline import AnswerPipeline, build_models
 
     mem = Memory.from_settings(opts.settings())

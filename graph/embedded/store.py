@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -28,6 +28,9 @@ from graph.serialize import (FACT_PROPS, concept_row, edit_row, fact_row, row_co
                              row_relation, row_turn, session_key, turn_key, turn_row)
 from graph.snapshot import ChangeSet, Snapshot, concept_path
 from graph.store import ConcurrentModification, PurgeSet, StoreError, StoreLocked, Subgraph
+
+if TYPE_CHECKING:
+    import ladybug
 
 
 def _blob(vec: list[float] | None) -> bytes | None:
@@ -81,7 +84,7 @@ class EmbeddedStore:
     # -- plumbing --
     def _q(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
         res = self._conn.execute(query, params or {})
-        return res.get_all() if res is not None else []
+        return cast(list[list[Any]], _one(res).get_all()) if res is not None else []
 
     def _rows(self, query: str, rows: list[Any], user_id: str) -> None:
         if rows:
@@ -132,7 +135,7 @@ class EmbeddedStore:
     def _edit(r: list[Any]) -> Edit:
         return row_edit(dict(zip(("edit_id", "user_id", "seq", "session_id", "op", "at", "payload", "undone_at"), r)))
 
-    def _relations(self, sup_q: str, conf_q: str, params: dict[str, Any]) -> list:
+    def _relations(self, sup_q: str, conf_q: str, params: dict[str, Any]) -> list[Relation]:
         out = [row_relation({"type": "SUPERSEDES", "src": a, "dst": b, "at": at, "reason": why})
                for a, b, at, why in self._q(sup_q, params)]
         out += [row_relation({"type": "CONFLICTS_WITH", "src": a, "dst": b, "at": at, "reason": why, "resolved_at": res})
@@ -318,3 +321,10 @@ class EmbeddedStore:
             if current is not None:  # purging an unknown user must not create its meta node
                 self._q(Q.SET_VERSION, {"u": u, "v": current + 1})
         return out
+
+
+def _one(res: ladybug.QueryResult | list[ladybug.QueryResult]) -> ladybug.QueryResult:
+    """The result of one statement (``execute`` returns a list only for several statements)."""
+    if isinstance(res, list):
+        raise StoreError(f"expected one statement's result, got {len(res)}")
+    return res

@@ -10,7 +10,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -24,6 +24,9 @@ from graph.serialize import (concept_row, edit_row, fact_row, row_concept, row_e
                              row_turn, session_key, turn_key, turn_row)
 from graph.snapshot import ChangeSet, Snapshot
 from graph.store import ConcurrentModification, PurgeSet, StoreError, Subgraph
+
+if TYPE_CHECKING:
+    import neo4j
 
 
 def _escape(term: str) -> str:
@@ -54,7 +57,8 @@ class Neo4jStore:
         import neo4j
 
         self._neo4j = neo4j
-        auth = (user, password) if user else None
+        # the driver accepts a None password (a server without auth ignores it); typed as its pair
+        auth = cast("tuple[str, str] | None", (user, password) if user else None)
         # Schema-less reads of not-yet-used labels/properties make the server chatty; those are expected.
         self._driver = neo4j.GraphDatabase.driver(uri, auth=auth, notifications_min_severity="OFF")
         self._db = database
@@ -120,7 +124,7 @@ class Neo4jStore:
         with self._driver.session(database=self._db) as s:
             tx = s.begin_transaction()
             try:
-                current = tx.run(Q.LOCK_VERSION, u=changes.user_id).single()["v"]
+                current = _single(tx.run(Q.LOCK_VERSION, u=changes.user_id))["v"]
                 if current != changes.expected_version:
                     raise ConcurrentModification(
                         f"user {changes.user_id!r} is at version {current}, batch was built on {changes.expected_version}")
@@ -300,7 +304,7 @@ class Neo4jStore:
                     out[label] = 0
                     if ids_:
                         q = Q.DELETE_BY_IDS.format(label=label, prop=Q.PURGE_ID_PROPS[label])
-                        out[label] = tx.run(q, u=u, ids=ids_).single()["n"]
+                        out[label] = _single(tx.run(q, u=u, ids=ids_))["n"]
                 if row is not None:
                     tx.run(Q.SET_VERSION, u=u, v=current + 1).consume()
                 tx.commit()
@@ -329,3 +333,11 @@ def _plain(v: Any) -> Any:
     if isinstance(v, dict):
         return {k: _plain(x) for k, x in v.items()}
     return v
+
+
+def _single(result: neo4j.Result) -> neo4j.Record:
+    """The one row a write query returns (its RETURN always yields one)."""
+    rec = result.single()
+    if rec is None:
+        raise StoreError("Neo4j returned no row where one was expected")
+    return rec

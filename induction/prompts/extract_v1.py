@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from graph.models import FactKind
-from induction.extract import OntologyBranch
+from induction.branch import OntologyBranch
 from induction.session import Session
 from llmclients.chat import ChatMessage
 

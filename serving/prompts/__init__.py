@@ -7,11 +7,10 @@ braces — JSON examples, code — without breaking the template.
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
-from pathlib import Path
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from llmclients.prompt_files import known_prompt_files, load_prompt_file
 
 PLACEHOLDERS = ("request", "options", "context", "state_block", "instruction", "reasoning_state")
 
@@ -53,18 +52,10 @@ def fill(template: str, **values: str) -> str:
 
 
 def known_prompts() -> list[str]:
-    return sorted(p.name[len("answer_"):-len(".yaml")] for p in resources.files(__package__).iterdir()
-                  if p.name.startswith("answer_") and p.name.endswith(".yaml"))
+    return known_prompt_files("serving.prompts", "answer_")
 
 
 @cache
 def load_answer_prompt(name: str) -> AnswerPrompt:
     """``name`` is a shipped prompt (``default``, ``locomo``, ``memsyco``) or a path to a YAML file."""
-    if name.endswith((".yaml", ".yml")):
-        text = Path(name).read_text()
-    else:
-        res = resources.files(__package__).joinpath(f"answer_{name}.yaml")
-        if not res.is_file():
-            raise ValueError(f"no answer prompt {name!r} (known: {', '.join(known_prompts())}, or a .yaml path)")
-        text = res.read_text()
-    return AnswerPrompt.model_validate(yaml.safe_load(text))
+    return load_prompt_file("serving.prompts", name, AnswerPrompt, prefix="answer_")

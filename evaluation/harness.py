@@ -22,14 +22,18 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from evomem.evaluation.baselines import BASELINES, BaselineName, TurnIndex
-from evomem.evaluation.metrics import score_evidence, turns_of_facts, whitespace_tokens
+from evaluation.baselines import BASELINES, BaselineName, TurnIndex
+from evaluation.metrics import score_evidence, turns_of_facts, whitespace_tokens
 from graph.render import render_context
 from graph.retrieval import EvidenceBundle, RetrievalConfig
 from graph.store import StoreError
 from induction.pipeline import IngestError, Ingestor
 from induction.session import Session
+from llmclients.chat import ChatModel
 from llmclients.embeddings import Embedder
+from policy.base import Policy
+from scoring.judge import Judge
+from serving.pipeline import AnswerPipeline
 
 SYSTEM = "evomem"
 ABLATIONS = ("no_traversal", "no_relational_states", "no_reasoning_state")
@@ -163,13 +167,13 @@ Progress = Callable[[str, int, int], None]
 class AnswerSetup:
     """Optional answer metrics: ``pipeline`` answers for our system, ``chat`` for the baselines."""
 
-    def __init__(self, pipeline: Any, chat: Any, judge: Any | None, scorer: Scorer,
+    def __init__(self, pipeline: AnswerPipeline, chat: ChatModel, judge: Judge | None, scorer: Scorer,
                  reference: Callable[[EvalQuestion], str | None]):
         self.pipeline, self.chat, self.judge, self.scorer, self.reference = pipeline, chat, judge, scorer, reference
 
 
 class Harness:
-    def __init__(self, ingestor: Ingestor, config: HarnessConfig | None = None, policy: Any | None = None,
+    def __init__(self, ingestor: Ingestor, config: HarnessConfig | None = None, policy: Policy | None = None,
                  answers: AnswerSetup | None = None):
         self.ingestor, self.memory = ingestor, ingestor.memory
         self.cfg = config or HarnessConfig()
@@ -339,7 +343,7 @@ class Harness:
 
     # ------------------------------------------------------------------ answers (optional)
     def _baseline_answer(self, q: EvalQuestion, context: str) -> str | None:
-        from evomem.evaluation.answers import answer_from_turns
+        from evaluation.answers import answer_from_turns
         from llmclients.chat import ChatError
 
         assert self.answers is not None
@@ -359,8 +363,8 @@ class Harness:
         for name, sw in switches.items():
             if name not in self.cfg.answer_variants or name not in rec.outcomes:
                 continue
-            opts = {"k": self.cfg.k, "context_budget": self.cfg.budget, "prompt": self.cfg.answer_prompt,
-                    "reasoning_state": with_state, **sw}
+            opts: dict[str, Any] = {"k": self.cfg.k, "context_budget": self.cfg.budget, "prompt": self.cfg.answer_prompt,
+                                    "reasoning_state": with_state, **sw}
             try:
                 res = pipe.answer(ep.user_id, q.question, **opts)
                 rec.outcomes[name].answer = res.answer

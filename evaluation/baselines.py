@@ -25,7 +25,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from evomem.evaluation.metrics import whitespace_tokens
+from evaluation.metrics import whitespace_tokens
 from llmclients.embeddings import Embedder
 
 BaselineName = Literal["naive_rag", "bm25", "rrf", "naive_rag_budget", "full_context"]

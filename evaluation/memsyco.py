@@ -1,6 +1,6 @@
 """MemSyco-Bench, judge-free: does the right memory come back, and does the misleading one come back marked?
 
-- ``valid_memory_selection`` (update): ``induction.memsyco_eval.evaluate_memsyco`` (current-hit,
+- ``valid_memory_selection`` (update): ``evaluation.memsyco_selection.evaluate_memsyco`` (current-hit,
   outdated-leak, order; see that module for the matching rule) is reused as is.
 - The other four tasks have one remembered (``active``) item each. A stored fact stands for a gold
   item when it is the item's most similar fact at or above the same cosine threshold; the item is
@@ -23,6 +23,7 @@ located at its most similar user turn; retrieved = that turn is in the top K; tu
 from __future__ import annotations
 
 import time
+from functools import partial
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,10 +31,10 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel
 
-from evomem.evaluation.metrics import bootstrap_ci
+from evaluation.metrics import bootstrap_ci
 from graph.retrieval import EvidenceItem, RetrievalConfig
 from induction.adapters import MemsycoRow, load_memsyco
-from induction.memsyco_eval import MemsycoEvalConfig, evaluate_memsyco
+from evaluation.memsyco_selection import MemsycoEvalConfig, evaluate_memsyco
 from induction.pipeline import IngestError, Ingestor
 from induction.session import SessionFormatError
 
@@ -72,7 +73,9 @@ def _nearest_turn_ranks(row: MemsycoRow, items: Sequence[str], embed: Callable[[
 
 def vms_baseline(rows: Sequence[MemsycoRow], embed: Callable[[Sequence[str]], np.ndarray], k: int) -> dict[str, Any]:
     """NaiveRAG over user turns for valid_memory_selection (turns are never marked superseded)."""
-    hit, leak, order = [], [], []
+    hit: list[float] = []
+    leak: list[float] = []
+    order: list[float] = []
     for row in rows:
         cur = [i.content for i in row.items if i.status == "current"]
         old = [i.content for i in row.items if i.status == "outdated"]
@@ -167,10 +170,10 @@ def memsyco_report(data: str | Path, ingestor: Ingestor, k: int = 10, threshold:
         for task in present:
             if task == UPDATE_FILE[:-6]:
                 continue
-            rows = load_memsyco(root / f"{task}.jsonl", user_prefix=f"{user_prefix}{task}-")
-            rows = rows[:limit] if limit else rows
-            rep["tasks"][task] = evaluate_task(rows, task, ingestor, k, threshold,
-                                               (lambda n, tot, t=task: progress(t, n, tot)) if progress else None)
+            task_rows = load_memsyco(root / f"{task}.jsonl", user_prefix=f"{user_prefix}{task}-")
+            task_rows = task_rows[:limit] if limit else task_rows
+            rep["tasks"][task] = evaluate_task(task_rows, task, ingestor, k, threshold,
+                                               partial(progress, task) if progress else None)
     finally:
         mem.retrieval = saved
     rep["seconds"] = round(time.perf_counter() - t0, 2)

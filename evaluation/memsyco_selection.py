@@ -45,7 +45,8 @@ class _Memo:
     """Embedding cache for one evaluation run: ingest already embedded the statements scoring needs."""
 
     def __init__(self, inner: Embedder):
-        self.inner, self.dim, self.cache = inner, inner.dim, {}
+        self.inner, self.dim = inner, inner.dim
+        self.cache: dict[str, np.ndarray] = {}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         todo = [t for t in dict.fromkeys(texts) if t not in self.cache]

@@ -3,53 +3,43 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from datetime import datetime
-from typing import Any
+from typing import Any, Protocol
 
 from graph.edits import AttachFact, EditBatch, apply_batch, undo
 from graph.retrieval import EvidenceBundle, RetrievalConfig, retrieve
 from graph.snapshot import ChangeSet, Snapshot
-from graph.store import ConcurrentModification, GraphStore, UnknownUser
-from llmclients.embeddings import Embedder, make_embedder
-
-from evomem.settings import Settings, StoreConfig
-
-
-def _embedded(cfg: StoreConfig, dim: int) -> GraphStore:
-    from graph.embedded import EmbeddedStore
-
-    return EmbeddedStore(cfg.path)
+from graph.store import GraphStore, UnknownUser
+from llmclients.embeddings import Embedder, EmbedderConfig, make_embedder
+from memcore.retry import commit_with_retry
+from memcore.stores import StoreConfig, open_store
 
 
-def _neo4j(cfg: StoreConfig, dim: int) -> GraphStore:
-    from graph.neo4j import Neo4jStore
+class MemorySettings(Protocol):
+    """What opening a Memory needs of the settings (``evomem.settings.Settings`` has it; a protocol so
+    this floor does not import the CLI's settings)."""
 
-    assert cfg.neo4j_uri is not None  # the settings validator guarantees it
-    return Neo4jStore(cfg.neo4j_uri, cfg.neo4j_user, cfg.neo4j_password, cfg.neo4j_database, embedding_dim=dim)
+    @property
+    def store(self) -> StoreConfig: ...
 
+    @property
+    def embedder(self) -> EmbedderConfig: ...
 
-# The backend seam: a name maps to a constructor; nothing else in the code branches on the backend.
-BACKENDS: dict[str, Callable[[StoreConfig, int], GraphStore]] = {"embedded": _embedded, "neo4j": _neo4j}
-
-
-def open_store(cfg: StoreConfig, embedding_dim: int = 384) -> GraphStore:
-    store = BACKENDS[cfg.backend](cfg, embedding_dim)
-    store.setup()
-    return store
+    @property
+    def retrieval(self) -> RetrievalConfig: ...
 
 
 class Memory:
     """Per-user personal memory: apply edit batches, retrieve evidence, undo, inspect."""
 
     def __init__(self, store: GraphStore, embedder: Embedder, retrieval: RetrievalConfig | None = None,
-                 max_commit_retries: int = 5):
+                 max_commit_retries: int = 5) -> None:
         self.store, self.embedder = store, embedder
         self.retrieval = retrieval or RetrievalConfig()
         self.max_commit_retries = max_commit_retries
 
     @classmethod
-    def from_settings(cls, settings: Settings) -> Memory:
+    def from_settings(cls, settings: MemorySettings) -> Memory:
         embedder = make_embedder(settings.embedder)
         return cls(open_store(settings.store, embedder.dim), embedder, settings.retrieval)
 
@@ -70,16 +60,13 @@ class Memory:
     def apply(self, batch: EditBatch, now: datetime | None = None) -> tuple[Snapshot, ChangeSet]:
         """Validate and commit ``batch`` atomically; on a concurrent writer, rebuild and retry."""
         batch = self._with_embeddings(batch)
-        for attempt in range(self.max_commit_retries):
-            snap, cs = apply_batch(self.store.load_snapshot(batch.user_id), batch, now)
-            try:
-                self.store.commit(cs)
-                return snap, cs
-            except ConcurrentModification:
-                if attempt == self.max_commit_retries - 1:
-                    raise
-                time.sleep(0.01 * (attempt + 1))
-        raise AssertionError("unreachable")
+
+        def attempt(snap: Snapshot, n: int) -> tuple[Snapshot, ChangeSet]:
+            new, cs = apply_batch(snap, batch, now)
+            self.store.commit(cs)
+            return new, cs
+
+        return commit_with_retry(self.store, batch.user_id, attempt, self.max_commit_retries)
 
     def undo(self, user_id: str, edit_id: str) -> ChangeSet:
         """Revert the user's latest not-undone edit ``edit_id`` (graph/edits.py: undo is a stack)."""

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from evomem.evaluation.harness import ABLATIONS, SYSTEM, QuestionRecord, RunResult
-from evomem.evaluation.metrics import (EvidenceScore, acc_at_complete, paired_bootstrap_ci, percentile, summarize)
+from evaluation.harness import ABLATIONS, SYSTEM, QuestionRecord, RunResult
+from evaluation.metrics import (EvidenceScore, acc_at_complete, paired_bootstrap_ci, percentile, summarize)
 
 # Table 4 of the EvoMemState paper (LoCoMo-Refined, not the same questions as LoCoMo dev: a yardstick only).
 PAPER_LOCOMO = {"evomemstate": {"hit_rate": 0.816, "coverage": 0.747, "complete_retrieval_rate": 0.680,
@@ -38,7 +38,7 @@ def system_summary(records: Sequence[QuestionRecord], name: str, n_boot: int = 1
     over ``answered`` (default ``records``; answers need no resolvable evidence)."""
     rs = [r for r in records if r.n_gold and name in r.outcomes and r.outcomes[name].n_hit is not None]
     scores = [EvidenceScore(n_gold=r.n_gold, n_hit=r.outcomes[name].n_hit or 0) for r in rs]
-    lat = [r.outcomes[name].latency_ms for r in rs if r.outcomes[name].latency_ms is not None]
+    lat = [x for x in (r.outcomes[name].latency_ms for r in rs) if x is not None]
     s = summarize(scores, [r.outcomes[name].tokens for r in rs], lat, n_boot if with_ci else 0, seed)
     out = s.model_dump(exclude=None if with_ci else {"ci"})
     if rs:
@@ -56,12 +56,12 @@ def answer_summary(records: Sequence[QuestionRecord], name: str) -> dict[str, An
     rs = [r for r in records if name in r.outcomes and r.outcomes[name].answer is not None]
     if not rs:
         return None
-    f1 = [r.outcomes[name].f1 for r in rs if r.outcomes[name].f1 is not None]
-    judged = [r.outcomes[name].judge for r in rs if r.outcomes[name].judge is not None]
+    f1 = [x for x in (r.outcomes[name].f1 for r in rs) if x is not None]
+    judged = [x for x in (r.outcomes[name].judge for r in rs) if x is not None]
     gold = [r for r in rs if r.n_gold]
     acc, n_c = acc_at_complete([r.outcomes[name].judge for r in gold],
                                [r.outcomes[name].n_hit == r.n_gold for r in gold])
-    f1c = [r.outcomes[name].f1 for r in gold if r.outcomes[name].n_hit == r.n_gold and r.outcomes[name].f1 is not None]
+    f1c = [x for x in (r.outcomes[name].f1 for r in gold if r.outcomes[name].n_hit == r.n_gold) if x is not None]
     return {"n_answered": len(rs), "f1": round(sum(f1) / len(f1), 4) if f1 else None,
             "judge_accuracy": round(sum(judged) / len(judged), 4) if judged else None, "n_judged": len(judged),
             "acc_at_complete": acc, "n_complete_judged": n_c,

@@ -20,14 +20,12 @@ complete (D.4, Eq. 33). Confidence intervals: percentile bootstrap over question
 
 from __future__ import annotations
 
-import re
-import string
-from collections import Counter
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
+
+from scoring.answers import token_f1
 
 
 def whitespace_tokens(text: str) -> int:
@@ -146,47 +144,6 @@ def _r(x: float | None, nd: int = 2) -> float | None:
 
 
 # ----------------------------------------------------------------------------- LoCoMo answer F1
-_ARTICLES = re.compile(r"\b(a|an|the|and)\b")
-_PUNCT = str.maketrans("", "", string.punctuation)
-
-
-@lru_cache(maxsize=1)
-def _stemmer():  # type: ignore[no-untyped-def]
-    # The LoCoMo scorer stems with NLTK's Porter stemmer (its default NLTK_EXTENSIONS mode); so do we.
-    from nltk.stem import PorterStemmer
-
-    return PorterStemmer()
-
-
-def normalize_answer(text: str) -> str:
-    """LoCoMo's answer normaliser (before stemming).
-
-    >>> normalize_answer("The Beach, and a Museum!")
-    'beach museum'
-    """
-    s = text.replace(",", "").lower().translate(_PUNCT)
-    return " ".join(_ARTICLES.sub(" ", s).split())
-
-
-def _tokens(text: str) -> list[str]:
-    st = _stemmer()
-    return [st.stem(w) for w in normalize_answer(text).split()]
-
-
-def token_f1(prediction: str, gold: str) -> float:
-    """Token-level F1 after LoCoMo normalisation and Porter stemming.
-
-    >>> round(token_f1("went hiking in the mountains", "hiking mountains"), 3)
-    0.667
-    """
-    p, g = _tokens(prediction), _tokens(gold)
-    same = sum((Counter(p) & Counter(g)).values())
-    if not same:
-        return 0.0
-    prec, rec = same / len(p), same / len(g)
-    return 2 * prec * rec / (prec + rec)
-
-
 def multi_answer_f1(prediction: str, gold: str) -> float:
     """Category 1 (multi-hop): mean over comma-separated gold parts of the best F1 of any prediction part."""
     preds = [x.strip() for x in prediction.split(",")] or [prediction]

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from evomem.evaluation.harness import EvalQuestion, Episode
-from evomem.evaluation.metrics import locomo_f1
+from evaluation.harness import EvalQuestion, Episode
+from evaluation.metrics import locomo_f1
 from induction.adapters import load_locomo, normalize_evidence
 from induction.session import SessionFormatError
 

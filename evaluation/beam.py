@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from evomem.evaluation.harness import EvalQuestion, Episode
-from evomem.evaluation.metrics import token_f1
+from evaluation.harness import EvalQuestion, Episode
+from scoring.answers import token_f1
 from induction.adapters import load_beam
 from induction.session import SessionFormatError
 

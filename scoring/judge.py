@@ -1,24 +1,20 @@
-"""Answer metrics, optional: an answer model writes answers, an LLM judge grades them.
+"""The one LLM judge, with its one prompt (``prompts/judge_<version>.yaml``, the version reported with
+every result): benchmarks' answer accuracy and the policy rewards' judge-scored rows both use it.
 
-The judge prompt is data (``prompts/judge_<version>.yaml``, with its version reported in every
-result). The judge proposes a verdict as JSON; ``parse_verdict`` disposes: anything that is not
-``{"correct": bool, "reason": str}`` is an unjudged answer (counted, left out of accuracy), never a
-guess. Our system's answers go through ``serving.pipeline.AnswerPipeline`` (the same stages and
-ablation switches production uses); the turn baselines' answers use the same answer prompt with
-the baseline's turns as the context.
+The judge proposes a verdict as JSON; ``parse_verdict`` disposes (through llmclients/structured.py):
+anything that is not ``{"correct": bool, "reason": str}`` is an unjudged answer (None: counted, left
+out of accuracy or dropped from a reward), never a guess.
 """
 
 from __future__ import annotations
 
 from functools import cache
-from importlib import resources
-from pathlib import Path
-from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from llmclients.chat import ChatError, ChatMessage, ChatModel
+from llmclients.prompt_files import load_prompt_file
+from llmclients.structured import ReplyError, parse_reply
 
 
 class JudgePrompt(BaseModel):
@@ -37,14 +33,7 @@ class JudgePrompt(BaseModel):
 @cache
 def load_judge_prompt(name: str = "judge_v1") -> JudgePrompt:
     """A shipped prompt name (``judge_v1``) or a path to a YAML file of the same shape."""
-    if name.endswith((".yaml", ".yml")):
-        text = Path(name).read_text(encoding="utf-8")
-    else:
-        res = resources.files("evomem.evaluation.prompts").joinpath(f"{name}.yaml")
-        if not res.is_file():
-            raise ValueError(f"no judge prompt {name!r} in evomem/evaluation/prompts")
-        text = res.read_text(encoding="utf-8")
-    prompt = JudgePrompt.model_validate(yaml.safe_load(text))
+    prompt = load_prompt_file("scoring.prompts", name, JudgePrompt)
     for ph in ("{question}", "{reference}", "{answer}"):
         if ph not in prompt.user:
             raise ValueError(f"judge prompt {name!r}: user message lacks {ph}")
@@ -65,12 +54,9 @@ def parse_verdict(text: str) -> Verdict | None:
     >>> parse_verdict("I think it is right") is None
     True
     """
-    from llmclients.openai_client import extract_json
-
     try:
-        data: Any = extract_json(text)
-        return Verdict.model_validate(data)
-    except (ValueError, ValidationError, TypeError):
+        return parse_reply(text, Verdict)
+    except ReplyError:
         return None
 
 
@@ -95,21 +81,3 @@ class Judge:
         if verdict is None:
             self.errors += 1
         return verdict
-
-
-def baseline_messages(prompt_name: str, request: str, context: str) -> list[ChatMessage]:
-    """The answer prompt ``prompt_name`` (serving/prompts) filled with a turn baseline's context."""
-    from serving.prompts import fill, load_answer_prompt
-
-    p = load_answer_prompt(prompt_name)
-    user = fill(p.user, request=request, options="", context=context or p.no_memories, state_block="",
-                instruction=p.open_instruction)
-    return [ChatMessage(role="system", content=p.system), ChatMessage(role="user", content=user)]
-
-
-def answer_from_turns(chat: ChatModel, prompt_name: str, request: str, context: str, temperature: float = 0.0) -> str:
-    from serving.prompts import load_answer_prompt
-
-    res = chat.complete(baseline_messages(prompt_name, request, context), max_tokens=load_answer_prompt(prompt_name).max_tokens,
-                        temperature=temperature)
-    return res.text.strip()
