@@ -139,7 +139,7 @@ def build_answer_model(cfg: TrainConfig) -> tuple[AnswerModel, Judge | None]:
 
 
 def filter_solved(instances: Sequence[TrainingInstance], model: AnswerModel, baseline: BaselineCache,
-                  judge: JudgeScorer | None = None) -> list[TrainingInstance]:
+                  judge: Judge | None = None) -> list[TrainingInstance]:
     """Drop instances the answer model already solves without a state: their reward can only be <= 0.
     An instance whose baseline timed out is kept (unknown is not solved)."""
     return [i for i in instances if (baseline.get(model, i, judge) or 0.0) < 1.0]

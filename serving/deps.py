@@ -18,6 +18,7 @@ from fastapi import Depends, Header, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from graph.ids import validate_user_id
+from memcore.memory import Memory
 from serving.cypher_route import CypherGate
 from serving.metrics import Metrics
 from serving.openai_wire import ApiError, bearer_ok
@@ -62,7 +63,7 @@ def load_api_keys(single: str | None, path: str | None) -> list[ApiKey]:
 
 @dataclass
 class ApiDeps:
-    memory: Any  # evomem.memory.Memory (typed loosely: serving sits below the facade)
+    memory: Memory
     pipeline: AnswerPipeline
     settings: ApiSettings = field(default_factory=ApiSettings)
     ingest: IngestFn | None = None

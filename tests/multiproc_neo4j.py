@@ -95,7 +95,7 @@ def check(events: list[dict[str, Any]], final: dict[str, set[str]], serialize: b
 
 
 def _worker(a: argparse.Namespace) -> None:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from graph.edits import AttachFact, EditBatch, Supersede
     from graph.models import Fact
     from graph.neo4j import Neo4jStore

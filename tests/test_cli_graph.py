@@ -71,7 +71,7 @@ def test_console_script_demo_with_minilm(tmp_path: Path) -> None:
 
 
 def test_undo_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from evomem.memory import Memory
+    from memcore.memory import Memory
     from evomem.settings import Settings
 
     common = ["--embedder", "hash", "--store-path", str(tmp_path / "s")]

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from evomem.examples import history_batches, load_history
-from evomem.memory import Memory
+from memcore.memory import Memory
 from graph.edits import EditRejected
 from graph.snapshot import ChangeSet
 from graph.store import ConcurrentModification, UnknownUser

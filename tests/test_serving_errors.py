@@ -20,7 +20,7 @@ from fastapi.testclient import TestClient
 from servers import free_port
 
 from evomem.examples import history_batches, load_history
-from evomem.memory import Memory
+from memcore.memory import Memory
 from graph.embedded import EmbeddedStore
 from llmclients.config import ModelEndpointConfig
 from llmclients.embeddings import HashEmbedder

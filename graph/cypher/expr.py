@@ -8,6 +8,8 @@ projections are refused where they would start.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from graph.cypher import allow
 from graph.cypher.ast import (Binary, Case, Expr, Func, IsNull, ListLit, Lit, MapLit, Param, Prop, Quant, Str, Unary,
                               Var, depth)
@@ -99,7 +101,7 @@ class ExprParser:
             raise self.refuse(f"the expression has more than {allow.MAX_TREE} levels of operators")
         return e
 
-    def _chain(self, words: tuple[str, ...], sub) -> Expr:  # type: ignore[no-untyped-def]
+    def _chain(self, words: tuple[str, ...], sub: Callable[[], Expr]) -> Expr:
         e = sub()
         while self.tok.kind == "word" and self.tok.text.upper() in words:
             op = self.tok.text.upper()
@@ -155,7 +157,7 @@ class ExprParser:
             else:
                 return e
 
-    def _binary(self, ops: tuple[str, ...], sub) -> Expr:  # type: ignore[no-untyped-def]
+    def _binary(self, ops: tuple[str, ...], sub: Callable[[], Expr]) -> Expr:
         e = sub()
         while self.tok.kind == "punct" and self.tok.text in ops:
             op = self.tok.text
