@@ -69,7 +69,8 @@ def test_torn_wal_opens_with_every_whole_commit(tmp_path: Path) -> None:
     assert size > 0
     rng = random.Random(10)
     strict_failures, seen = 0, set()
-    for cut in [size, size - 1, *sorted(rng.randrange(1, size) for _ in range(12))]:
+    cuts = [size, size - 1, *sorted(rng.randrange(1, size) for _ in range(12))]
+    for cut in cuts:
         d = tmp_path / f"cut{cut}"
         d.mkdir()
         shutil.copy(src, d / "store")
@@ -94,6 +95,7 @@ def test_torn_wal_opens_with_every_whole_commit(tmp_path: Path) -> None:
         again = EmbeddedStore(d / "store")
         assert len(again.load_snapshot("ada").sessions) == k + 1 and not again.recovered_wal
         again.close()
+    print(f"cuts={len(cuts)} default_open_failed={strict_failures} ours_opened={len(cuts)} prefixes={sorted(seen)}")
     assert strict_failures >= 1  # the cuts did reproduce the corruption the default open refuses
     assert len(seen) >= 3  # and they landed in different commits
 
@@ -186,3 +188,13 @@ def test_turn_text_canary_scan_is_not_fooled_by_encoding(tmp_path: Path) -> None
     store.purge_user("u")
     store.close()
     assert occurrences(tmp_path, text) == {} and occurrences(tmp_path, "Kanarienvogel") == {}
+
+
+def test_purge_that_deletes_nothing_skips_the_rewrite(tmp_path: Path, two_users: EmbeddedStore) -> None:
+    inode = (tmp_path / "store").stat().st_ino
+    assert two_users.purge_user("nobody") == 0
+    assert (tmp_path / "store").stat().st_ino == inode  # not rewritten
+    assert two_users.purge_user("victim") > 0
+    assert (tmp_path / "store").stat().st_ino != inode  # rewritten
+    assert not (tmp_path / "store.purge-pending").exists()
+    two_users.close()

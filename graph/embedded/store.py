@@ -88,6 +88,19 @@ class EmbeddedStore:
         self.recovered_wal |= recovered
         self._conn = ladybug.Connection(self._db)
 
+    def _begin_purge(self) -> bool:
+        """Mark a purge as pending before it deletes anything: a crash after the delete commits
+        still gets the rewrite on the next open. Returns whether one was already pending."""
+        was_pending = purge_pending(self.path)
+        mark_purge_pending(self.path)
+        return was_pending
+
+    def _finish_purge(self, removed: int, was_pending: bool) -> None:
+        if removed or was_pending:
+            self._compact()
+        else:  # nothing was deleted: no bytes to scrub, skip the O(store) rewrite
+            clear_purge_pending(self.path)
+
     def _compact(self) -> None:
         """Rewrite the store so no deleted row's bytes remain on disk (caller holds the lock)."""
         build_copy(self._conn, self.path, Q.SCHEMA)
@@ -308,7 +321,7 @@ class EmbeddedStore:
     def purge_user(self, user_id: str) -> int:
         n = 0
         with self._lock:
-            mark_purge_pending(self.path)  # before the delete: a crash after it still compacts on open
+            was_pending = self._begin_purge()
             self._q("BEGIN TRANSACTION")
             try:
                 for label in Q.PURGE_LABELS:
@@ -320,7 +333,7 @@ class EmbeddedStore:
                 raise
             finally:
                 self._index.pop(user_id, None)
-            self._compact()
+            self._finish_purge(n, was_pending)
         return n
 
     def counts(self, user_id: str | None = None) -> dict[str, int]:
@@ -340,9 +353,9 @@ class EmbeddedStore:
                   "Turn": purge.turn_ids, "Session": purge.session_ids}
         out: dict[str, int] = {}
         with self._lock:  # held from the marker to the end of the rewrite
-            mark_purge_pending(self.path)
+            was_pending = self._begin_purge()
             self._purge_items_tx(purge, groups, out)
-            self._compact()
+            self._finish_purge(sum(out.values()), was_pending)
         return out
 
     def _purge_items_tx(self, purge: PurgeSet, groups: dict[str, tuple[str, ...]], out: dict[str, int]) -> None:
