@@ -64,7 +64,8 @@ def batch(u: str, n: int, snapshot_facts: set[str], has_concept: bool, rng: np.r
     return EditBatch(user_id=u, session_id=sid, session_hash=f"h{n}", turns=turns, edits=edits)
 
 
-def open_store(backend: str, where: str, dim: int = 16, checkpoint_bytes: int | None = None) -> Any:
+def open_store(backend: str, where: str, dim: int = 16, checkpoint_bytes: int | None = None,
+               setup: bool = True) -> Any:
     if backend == "embedded":
         from graph.embedded import EmbeddedStore
 
@@ -73,7 +74,8 @@ def open_store(backend: str, where: str, dim: int = 16, checkpoint_bytes: int | 
         from graph.neo4j import Neo4jStore
 
         store = Neo4jStore(where, embedding_dim=dim)
-    store.setup()
+    if setup:
+        store.setup()
     return store
 
 
@@ -86,8 +88,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--facts", type=int, default=3, help="facts per session (large ones stress the WAL)")
     ap.add_argument("--dim", type=int, default=16)
     ap.add_argument("--checkpoint-bytes", type=int, default=None, help="embedded: WAL size that triggers a checkpoint")
+    ap.add_argument("--no-setup", action="store_true", help="neo4j: schema exists (setup waits for indexes)")
     args = ap.parse_args(argv)
-    store = open_store(args.backend, args.where, args.dim, args.checkpoint_bytes)
+    store = open_store(args.backend, args.where, args.dim, args.checkpoint_bytes, not args.no_setup)
     print("OPEN", "recovered" if getattr(store, "recovered_wal", False) else "clean", flush=True)
     rng = np.random.default_rng(args.start)
     for n in range(args.start, args.start + args.count):

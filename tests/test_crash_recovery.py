@@ -136,8 +136,9 @@ def _neo4j(uri: str, kills: int, seed: int) -> tuple[Run, dict[str, int]]:
     from graph.neo4j import Neo4jStore
 
     store = Neo4jStore(uri, embedding_dim=16)
+    store.setup()
     store.wipe()
-    run = kill_loop("neo4j", uri, kills, seed, [])
+    run = kill_loop("neo4j", uri, kills, seed, ["--no-setup"])
     try:
         return run, check_store(store, run)
     finally:

@@ -2,12 +2,14 @@
 
 What was measured (kill -9 a writer at random instants; truncate a real WAL at random offsets):
 
-* COMMIT ``fdatasync``s the WAL before it returns (strace), so an acknowledged commit is on disk.
-  Checkpoints are shadow-paged (``.shadow`` file, ``.wal.checkpoint`` rename, fsyncs and intent
-  files), and 0 of our kills inside them lost data or broke an open.
-* What breaks is the *tail* of the WAL: a WAL cut inside a record (a process killed between the
-  writes of a large transaction) makes the default open fail with "Checksum verification failed,
-  the WAL file is corrupted" or "Reading past the end of the file" (26 of 28 random cut offsets).
+* COMMIT writes the transaction's WAL records in 4 KiB ``pwrite``s, then ``fdatasync``s, then
+  returns (strace), so an acknowledged commit is on disk. Checkpoints are shadow-paged (``.shadow``
+  file, ``.wal.checkpoint`` rename, fsyncs and intent files); no kill inside one lost data or broke
+  an open.
+* What breaks is the *tail* of the WAL: a kill between two of a large commit's pwrites leaves a WAL
+  that ends inside a record, and the default open fails with "Checksum verification failed, the
+  WAL file is corrupted" or "Reading past the end of the file" (26 of 28 random cut offsets; kills
+  injected at such pwrites reproduce it).
   Deleting the WAL then loses every commit since the last checkpoint.
 * Opened with ``throw_on_wal_replay_failure=False``, cut WALs open (43 of 43 offsets) and hold
   exactly the commits whose records lie wholly before the cut; commits made after such a recovery
@@ -32,7 +34,9 @@ log = logging.getLogger(__name__)
 
 def sidecars(path: Path) -> list[Path]:
     """Every file next to ``path`` that belongs to the store (WAL, shadow pages, locks, compaction)."""
-    return sorted(p for p in path.parent.glob(path.name + ".*") if p.is_file())
+    if not path.parent.is_dir():
+        return []
+    return sorted(p for p in path.parent.iterdir() if p.name.startswith(path.name + ".") and p.is_file())
 
 
 def compact_path(path: Path) -> Path:
