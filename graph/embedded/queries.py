@@ -116,6 +116,7 @@ USERS = "MATCH (u:UserMeta) RETURN u.user_id ORDER BY u.user_id"
 # -- purge / counts --
 PURGE_LABELS = ("Fact", "Concept", "Edit", "Turn", "Session", "UserMeta")
 COUNT_NODES_USER = "MATCH (n:{label}) WHERE n.user_id = $u RETURN count(n)"
+DELETE_NODES_USER = "MATCH (n:{label}) WHERE n.user_id = $u DETACH DELETE n"
 COUNT_NODES_ALL = "MATCH (n:{label}) RETURN count(n)"
 COUNT_RELS_USER = "MATCH (a)-[r:{label}]->(b) WHERE a.user_id = $u RETURN count(r)"
 COUNT_RELS_ALL = "MATCH (a)-[r:{label}]->(b) RETURN count(r)"
@@ -126,3 +127,18 @@ PURGE_ID_PROPS = {"Fact": "fact_id", "Edit": "edit_id", "Concept": "concept_id",
                   "Session": "session_id"}
 COUNT_BY_IDS = "MATCH (n:{label}) WHERE n.user_id = $u AND n.{prop} IN $ids RETURN count(n)"
 DELETE_BY_IDS = "MATCH (n:{label}) WHERE n.user_id = $u AND n.{prop} IN $ids DETACH DELETE n"
+
+# -- durability (graph/embedded/recovery.py, graph/embedded/compact.py) --
+CHECKPOINT = "CHECKPOINT"
+SHOW_TABLES = "CALL show_tables() RETURN name, type"
+# Columns: property id, name, type, default expression, primary key (a backticked name does not bind).
+TABLE_INFO = "CALL table_info('{table}') RETURN *"
+# Columns: source table name, destination table name, source primary key, destination primary key.
+SHOW_CONNECTION = "CALL show_connection('{table}') RETURN *"
+# Compaction copies every row into a fresh file; the ordinary write queries above cannot be reused
+# because they are per user and derive columns, while the copy must carry every stored value as is.
+COPY_READ_NODES = "MATCH (n:{label}) RETURN {cols}"
+COPY_WRITE_NODES = "UNWIND $rows AS r CREATE (n:{label} {props})"
+COPY_READ_RELS = "MATCH (a:{src})-[e:{rel}]->(b:{dst}) RETURN a.{spk}, b.{dpk}{cols}"
+COPY_WRITE_RELS = ("UNWIND $rows AS r MATCH (a:{src} {{{spk}: r.a}}), (b:{dst} {{{dpk}: r.b}}) "
+                   "CREATE (a)-[:{rel} {props}]->(b)")

@@ -4,6 +4,11 @@ LadybugDB's vector and full-text extensions are downloaded at run time, which an
 cannot do, so search runs in Python over one user's facts: exact cosine on a cached matrix plus
 BM25. The cache is per user and dropped on every commit for that user. One process owns a store
 directory (LadybugDB takes a file lock); inside it, a lock serializes transactions.
+
+Durability: an acknowledged commit survives a kill -9 at any instant and the store always reopens
+(graph/embedded/recovery.py: the WAL is fsynced at COMMIT, and a WAL torn by a crash is replayed up
+to its last whole record). Purges rewrite the store file so purged text is gone from disk
+(graph/embedded/compact.py).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ from graph.bm25 import BM25
 from graph.cypher.sandbox import run_user_cypher
 from graph.edits import claimed_ids, id_taken
 from graph.embedded import queries as Q
+from graph.embedded.compact import build_copy, clear_purge_pending, mark_purge_pending, purge_pending, swap_in
+from graph.embedded.recovery import open_database
 from graph.models import Edit, Relation, Turn, as_utc
 from graph.serialize import (FACT_PROPS, concept_row, edit_row, fact_row, row_concept, row_edit, row_fact,
                              row_relation, row_turn, session_key, turn_key, turn_row)
@@ -65,21 +72,57 @@ class _UserCache:
 class EmbeddedStore:
     name = "embedded"
 
-    def __init__(self, path: str | Path):
-        import ladybug  # imported here so the Neo4j-only deployments never load it
-
+    def __init__(self, path: str | Path, checkpoint_threshold: int | None = None):
+        """``checkpoint_threshold``: WAL bytes that trigger an automatic checkpoint (engine default
+        if None; the crash tests set it low so kills land inside checkpoints too)."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db_options = {} if checkpoint_threshold is None else {"checkpoint_threshold": checkpoint_threshold}
+        self._lock = threading.RLock()
+        self._index: dict[str, _UserCache] = {}
+        self.recovered_wal = False  # True once an open replayed a WAL torn by a crash (logged too)
+        self._open()
+        if purge_pending(self.path):  # a purge committed before a crash, its rewrite did not finish
+            with self._lock:
+                self._compact()
+
+    def _open(self) -> None:
+        import ladybug  # imported here so the Neo4j-only deployments never load it
+
         try:
-            self._db = ladybug.Database(str(self.path))
+            self._db, recovered = open_database(self.path, **self._db_options)
         except RuntimeError as e:  # LadybugDB's file lock: one process owns a store directory
             m = re.search(r"Could not set lock.*?held by PID (\d+)|(Could not set lock)", str(e))
             if not m:
                 raise
             raise StoreLocked(str(self.path), int(m.group(1)) if m.group(1) else None) from e
+        self.recovered_wal |= recovered
         self._conn = ladybug.Connection(self._db)
-        self._lock = threading.RLock()
-        self._index: dict[str, _UserCache] = {}
+
+    def _begin_purge(self) -> bool:
+        """Mark a purge as pending before it deletes anything: a crash after the delete commits
+        still gets the rewrite on the next open. Returns whether one was already pending."""
+        was_pending = purge_pending(self.path)
+        mark_purge_pending(self.path)
+        return was_pending
+
+    def _finish_purge(self, removed: int, was_pending: bool) -> None:
+        if removed or was_pending:
+            self._compact()
+        else:  # nothing was deleted: no bytes to scrub, skip the O(store) rewrite
+            clear_purge_pending(self.path)
+
+    def _compact(self) -> None:
+        """Rewrite the store so no deleted row's bytes remain on disk (caller holds the lock)."""
+        build_copy(self._conn, self.path, Q.SCHEMA)
+        self._q(Q.CHECKPOINT)  # the old file's WAL must be empty before the swap
+        self._conn.close()
+        self._db.close()
+        try:
+            swap_in(self.path)
+            clear_purge_pending(self.path)
+        finally:
+            self._open()
 
     # -- plumbing --
     def _q(self, query: str, params: dict[str, Any] | None = None) -> list[list[Any]]:
@@ -281,17 +324,19 @@ class EmbeddedStore:
     def purge_user(self, user_id: str) -> int:
         n = 0
         with self._lock:
+            was_pending = self._begin_purge()
             self._q("BEGIN TRANSACTION")
             try:
                 for label in Q.PURGE_LABELS:
                     n += self._q(Q.COUNT_NODES_USER.format(label=label), {"u": user_id})[0][0]
-                    self._q(f"MATCH (n:{label}) WHERE n.user_id = $u DETACH DELETE n", {"u": user_id})
+                    self._q(Q.DELETE_NODES_USER.format(label=label), {"u": user_id})
                 self._q("COMMIT")
             except BaseException:
                 self._rollback()
                 raise
             finally:
                 self._index.pop(user_id, None)
+            self._finish_purge(n, was_pending)
         return n
 
     def counts(self, user_id: str | None = None) -> dict[str, int]:
@@ -310,6 +355,14 @@ class EmbeddedStore:
         groups = {"Fact": purge.fact_ids, "Edit": purge.edit_ids, "Concept": purge.concept_ids,
                   "Turn": purge.turn_ids, "Session": purge.session_ids}
         out: dict[str, int] = {}
+        with self._lock:  # held from the marker to the end of the rewrite
+            was_pending = self._begin_purge()
+            self._purge_items_tx(purge, groups, out)
+            self._finish_purge(sum(out.values()), was_pending)
+        return out
+
+    def _purge_items_tx(self, purge: PurgeSet, groups: dict[str, tuple[str, ...]], out: dict[str, int]) -> None:
+        u = purge.user_id
         with self._versioned_tx(u, purge.expected_version, "purge") as current:
             for label, ids in groups.items():
                 p = {"u": u, "ids": list(dict.fromkeys(ids))}
@@ -320,7 +373,6 @@ class EmbeddedStore:
                     self._q(Q.DELETE_BY_IDS.format(label=label, prop=prop), p)
             if current is not None:  # purging an unknown user must not create its meta node
                 self._q(Q.SET_VERSION, {"u": u, "v": current + 1})
-        return out
 
 
 def _one(res: ladybug.QueryResult | list[ladybug.QueryResult]) -> ladybug.QueryResult:
