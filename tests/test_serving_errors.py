@@ -27,7 +27,8 @@ from llmclients.embeddings import HashEmbedder
 from llmclients.openai_client import OpenAIChatClient
 from policy.rule import RulePolicy
 from serving.api import ApiDeps, ApiKey, ApiSettings, create_app
-from serving.pipeline import AnswerPipeline, ModelPolicy
+from policy.learned import EndpointLearnedPolicy
+from serving.pipeline import AnswerPipeline
 from serving.server import default_ingest
 
 KEY = "errors-key-0123456789"
@@ -240,7 +241,7 @@ def test_model_server_unreachable_is_502_naming_role_and_url(mem: Memory) -> Non
         assert "answer model 'gone'" in err["message"] and url in err["message"]
     # a model policy behind an unreachable server: the policy is named, not the answer model
     policy_model, policy_url = unreachable_model("policy-lora")
-    c, _ = make_client(mem, ModelPolicy(policy_model))
+    c, _ = make_client(mem, EndpointLearnedPolicy(policy_model, temperature=0.0))
     err = check(c.post("/v1/users/maya/state", json={"query": "Suggest a vacation"}), 502, "model_server_unreachable")
     assert "policy model 'policy-lora'" in err["message"] and policy_url in err["message"]
     assert store_state(mem) == before
