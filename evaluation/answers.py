@@ -9,8 +9,8 @@ from llmclients.chat import ChatMessage, ChatModel
 
 
 def baseline_messages(prompt_name: str, request: str, context: str) -> list[ChatMessage]:
-    """The answer prompt ``prompt_name`` (serving/prompts) filled with a turn baseline's context."""
-    from serving.prompts import fill, load_answer_prompt
+    """The answer prompt ``prompt_name`` (policy/answer_prompts) filled with a turn baseline's context."""
+    from policy.answer_prompts import fill, load_answer_prompt
 
     p = load_answer_prompt(prompt_name)
     user = fill(p.user, request=request, options="", context=context or p.no_memories, state_block="",
@@ -19,7 +19,7 @@ def baseline_messages(prompt_name: str, request: str, context: str) -> list[Chat
 
 
 def answer_from_turns(chat: ChatModel, prompt_name: str, request: str, context: str, temperature: float = 0.0) -> str:
-    from serving.prompts import load_answer_prompt
+    from policy.answer_prompts import load_answer_prompt
 
     res = chat.complete(baseline_messages(prompt_name, request, context), max_tokens=load_answer_prompt(prompt_name).max_tokens,
                         temperature=temperature)

@@ -80,7 +80,7 @@ class HarnessConfig(BaseModel):
     limit_sessions: int | None = Field(default=None, ge=1, description="Only the first N sessions of each conversation "
                                        "(in time order); evidence in later sessions then counts as unresolved.")
     limit_questions: int | None = Field(default=None, ge=1, description="Only the first N questions of each conversation.")
-    answer_prompt: str = Field(default="default", description="serving/prompts answer prompt used for answers.")
+    answer_prompt: str = Field(default="default", description="Answer prompt (policy/answer_prompts) used for answers.")
     answer_variants: tuple[Variant, ...] = Field(
         default=("evomem", "no_traversal", "no_relational_states", "no_reasoning_state", "naive_rag", "full_context"),
         description="Which systems get answers when an answer model is configured.")

@@ -18,6 +18,8 @@ from graph.render import render_context, whitespace_tokens
 from graph.retrieval import EvidenceBundle
 from llmclients.chat import ChatMessage
 from llmclients.prompt_files import load_prompt_file
+from policy.answer_prompts import answer_messages as build_answer_messages
+from policy.answer_prompts import load_answer_prompt, options_block
 from policy.state import ReasoningState
 
 
@@ -32,17 +34,6 @@ class PromptTemplate(BaseModel):
 def load_prompt(name: str) -> PromptTemplate:
     """``name`` is a file stem in policy/prompts (``policy_v1``) or a path to a YAML file."""
     return load_prompt_file("policy.prompts", name, PromptTemplate)
-
-
-def options_block(choices: Sequence[str] | None) -> str:
-    """Options as lettered lines, or nothing.
-
-    >>> options_block(["beach", "hiking"])
-    'Options:\\n(A) beach\\n(B) hiking\\n'
-    """
-    if not choices:
-        return ""
-    return "Options:\n" + "".join(f"({chr(65 + i)}) {c}\n" for i, c in enumerate(choices))
 
 
 def facts_block(bundle: EvidenceBundle, budget: int | None = None,
@@ -78,12 +69,8 @@ def as_dicts(messages: Sequence[ChatMessage]) -> list[dict[str, str]]:
 
 
 def answer_messages(request: str, bundle: EvidenceBundle, choices: Sequence[str] | None,
-                    state: ReasoningState | None, *, prompt: str = "answer_v1") -> list[ChatMessage]:
-    """The frozen answer model's input: same evidence, with or without the Reasoning State."""
-    t = load_prompt(prompt)
-    extra = t.model_extra or {}
-    state_block = f"{extra['state_header']}\n{state.render()}\n" if state is not None else ""
-    user = t.user.format(request=request, options=options_block(choices), facts=facts_block(bundle),
-                         state_block=state_block,
-                         answer_instruction=extra["options_instruction"] if choices else extra["open_instruction"])
-    return [ChatMessage(role="system", content=t.system), ChatMessage(role="user", content=user)]
+                    state: ReasoningState | None, *, prompt: str = "default") -> list[ChatMessage]:
+    """The frozen answer model's input: same evidence, with or without the Reasoning State, built by the
+    one answer-message builder serving uses (policy/answer_prompts)."""
+    return build_answer_messages(load_answer_prompt(prompt), request, facts_block(bundle), choices,
+                                 state.render() if state is not None else None)

@@ -20,7 +20,8 @@ from typing import Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field
 
 from llmclients.chat import ChatError, ChatModel
-from policy.prompt import answer_messages, load_prompt
+from policy.answer_prompts import load_answer_prompt
+from policy.prompt import answer_messages
 from policy.reader import AnswerReader
 from policy.state import ReasoningState, StateParseError, parse_state
 from scoring.answers import choice_match, exact_match, normalize_answer, token_f1
@@ -142,9 +143,9 @@ class ReaderAnswerModel:
 class ChatAnswerModel:
     """An LLM answer model behind the ChatModel protocol (vLLM serving Qwen3-8B in the paper's setup)."""
 
-    def __init__(self, chat: ChatModel, prompt: str = "answer_v1", max_tokens: int = 512):
+    def __init__(self, chat: ChatModel, prompt: str = "default", max_tokens: int = 512):
         self.chat, self.prompt, self.max_tokens = chat, prompt, max_tokens
-        self.name = f"chat:{chat.name}:{load_prompt(prompt).version}"
+        self.name = f"chat:{chat.name}:{load_answer_prompt(prompt).version}"
 
     def answer(self, instance: TrainingInstance, state: ReasoningState | None) -> str | None:
         msgs = answer_messages(instance.request, instance.bundle(), instance.choices, state, prompt=self.prompt)

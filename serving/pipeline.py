@@ -26,7 +26,7 @@ from policy.learned import EndpointLearnedPolicy, LocalLearnedPolicy, is_policy_
 from policy.base import Policy
 from policy.rule import RulePolicy
 from policy.state import ReasoningState, StateParseError
-from serving.prompts import AnswerPrompt, fill, load_answer_prompt
+from policy.answer_prompts import AnswerPrompt, answer_messages, fill, load_answer_prompt, state_block
 
 
 class PipelineConfig(BaseModel):
@@ -38,7 +38,7 @@ class PipelineConfig(BaseModel):
     reasoning_state: bool = Field(default=True, description="Ablation switch: ask the policy for a Reasoning State.")
     context_budget: int | None = Field(default=1500, ge=1, description="Whitespace-token budget for the rendered "
                                        "facts; whole relation groups are dropped past it.")
-    prompt: str = Field(default="default", description="Answer prompt name (serving/prompts/answer_<name>.yaml) or path.")
+    prompt: str = Field(default="default", description="Answer prompt name (policy/answer_prompts/answer_<name>.yaml) or path.")
     max_answer_tokens: int | None = Field(default=None, ge=1, description="Answer cap (None = the prompt's max_tokens).")
     temperature: float = Field(default=0.0, ge=0, le=2, description="Answer sampling temperature (0 = greedy).")
     policy_prompt: str = Field(default="policy_v1", description="Prompt of a policy behind an endpoint (policy/prompts): "
@@ -195,17 +195,9 @@ class AnswerPipeline:
         ctx = render_context(bundle, cfg.context_budget, with_state=cfg.relational_states)
         return ctx.text, ctx.tokens, set(ctx.included)
 
-    @staticmethod
-    def _state_block(prompt: AnswerPrompt, outcome: _StateOutcome) -> str:
-        return fill(prompt.state_block, reasoning_state=outcome.text) if outcome.text else ""
-
     def messages(self, prompt: AnswerPrompt, request: str, context: str, outcome: _StateOutcome,
                  choices: Sequence[str] | None = None) -> list[ChatMessage]:
-        options = "Options:\n" + "".join(f"({chr(65 + i)}) {c}\n" for i, c in enumerate(choices)) if choices else ""
-        user = fill(prompt.user, request=request, options=options, context=context or prompt.no_memories,
-                    state_block=self._state_block(prompt, outcome),
-                    instruction=prompt.options_instruction if choices else prompt.open_instruction)
-        return [ChatMessage(role="system", content=prompt.system), ChatMessage(role="user", content=user)]
+        return answer_messages(prompt, request, context, choices, outcome.text or None)
 
     # -- entry points --
     def answer(self, user_id: str, request: str, *, choices: Sequence[str] | None = None, generate: bool = True,
@@ -242,7 +234,7 @@ class AnswerPipeline:
         outcome = self.reason(request, bundle, cfg)
         context, ctx_tokens, included = self._context(bundle, cfg)
         inject = fill(prompt.inject, context=context or prompt.no_memories,
-                      state_block=self._state_block(prompt, outcome)).strip()
+                      state_block=state_block(prompt, outcome.text or None)).strip()
         # One leading system message: some chat templates (Qwen3) reject a system message elsewhere.
         if messages and messages[0].role == "system":
             msgs = [ChatMessage(role="system", content=f"{messages[0].content}\n\n{inject}"), *messages[1:]]

@@ -14,7 +14,7 @@ from policy.rule import RulePolicy
 from policy.state import StateParseError
 from policy.learned import EndpointLearnedPolicy
 from serving.pipeline import AnswerPipeline, PipelineConfig, without_states
-from serving.prompts import AnswerPrompt, fill, known_prompts, load_answer_prompt
+from policy.answer_prompts import AnswerPrompt, fill, known_prompts, load_answer_prompt
 
 
 class Recorder:

@@ -65,7 +65,7 @@ class ModelOptions(CommonOptions):
     policy_prompt: str = Field(default="policy_v1", description="Prompt sent to a policy endpoint: the one it was "
                                "trained with (policy/prompts, e.g. policy_tiny_v1 for the CPU demo's model).")
     prompt: str = Field(default="default", description="Answer prompt: default, locomo, memsyco "
-                        "(serving/prompts/answer_<name>.yaml) or a path to a YAML file.")
+                        "(policy/answer_prompts/answer_<name>.yaml) or a path to a YAML file.")
     k: int = Field(default=10, ge=1, description="Seed facts.")
     max_answer_tokens: int = Field(default=256, ge=1, description="Answer length cap (tokens).")
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from serving.prompts import known_prompts
+from policy.answer_prompts import known_prompts
 
 _PROMPT_NAME = re.compile(r"^[a-z0-9_-]{1,40}$")
 

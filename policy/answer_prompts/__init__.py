@@ -1,15 +1,21 @@
 """Answer prompts as data: ``answer_<name>.yaml`` beside this file, each with a ``version``.
 
+One source for the answer model's input, at training and at serving: the GRPO reward's frozen answer
+model (policy/rewards.py) and the serving pipeline (serving/pipeline.py) both build their messages with
+``answer_messages`` from the same prompt file, so the policy is trained on what it is served with.
+
 Filling is plain placeholder replacement (not ``str.format``), so prompts and memories may contain
 braces — JSON examples, code — without breaking the template.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from llmclients.chat import ChatMessage
 from llmclients.prompt_files import known_prompt_files, load_prompt_file
 
 PLACEHOLDERS = ("request", "options", "context", "state_block", "instruction", "reasoning_state")
@@ -52,10 +58,35 @@ def fill(template: str, **values: str) -> str:
 
 
 def known_prompts() -> list[str]:
-    return known_prompt_files("serving.prompts", "answer_")
+    return known_prompt_files("policy.answer_prompts", "answer_")
 
 
 @cache
 def load_answer_prompt(name: str) -> AnswerPrompt:
     """``name`` is a shipped prompt (``default``, ``locomo``, ``memsyco``) or a path to a YAML file."""
-    return load_prompt_file("serving.prompts", name, AnswerPrompt, prefix="answer_")
+    return load_prompt_file("policy.answer_prompts", name, AnswerPrompt, prefix="answer_")
+
+
+def options_block(choices: Sequence[str] | None) -> str:
+    """Options as lettered lines, or nothing.
+
+    >>> options_block(["beach", "hiking"])
+    'Options:\\n(A) beach\\n(B) hiking\\n'
+    """
+    if not choices:
+        return ""
+    return "Options:\n" + "".join(f"({chr(65 + i)}) {c}\n" for i, c in enumerate(choices))
+
+
+def state_block(prompt: AnswerPrompt, reasoning_state: str | None) -> str:
+    """The prompt's Reasoning-State block, or nothing when there is no state."""
+    return fill(prompt.state_block, reasoning_state=reasoning_state) if reasoning_state else ""
+
+
+def answer_messages(prompt: AnswerPrompt, request: str, context: str, choices: Sequence[str] | None = None,
+                    reasoning_state: str | None = None) -> list[ChatMessage]:
+    """System + user messages for the answer model: the request, the rendered memories and, when there
+    is one, the Reasoning State."""
+    user = fill(prompt.user, request=request, options=options_block(choices), context=context or prompt.no_memories,
+                state_block=state_block(prompt, reasoning_state), instruction=prompt.options_instruction if choices else prompt.open_instruction)
+    return [ChatMessage(role="system", content=prompt.system), ChatMessage(role="user", content=user)]
