@@ -10,6 +10,7 @@ Used by tests/test_multiprocess_neo4j.py.
 from __future__ import annotations
 
 import argparse
+import traceback
 import json
 import random
 import sys
@@ -152,6 +153,8 @@ def _worker(a: argparse.Namespace) -> None:
             ev["ok"] = True
         except Exception as e:  # noqa: BLE001 - every refusal is recorded and counted by the checker
             ev["ok"], ev["error"] = False, getattr(e, "rule", type(e).__name__)
+            if not hasattr(e, "rule"):  # an unexpected error: keep where it came from for the report
+                ev["trace"] = traceback.format_exc(limit=-4)
             if op == "supersede":
                 latest[u] = None  # its old fact was purged by the other process
         ev["s"], ev["e"] = t0, time.monotonic()

@@ -30,6 +30,10 @@ LOCK_VERSION = ("MERGE (u:UserMeta {user_id: $u}) ON CREATE SET u.version = 0, u
                 "SET u.locked_at = timestamp() RETURN u.version AS v")
 CACHE_TOKEN = "MATCH (u:UserMeta {user_id: $u}) RETURN u.version AS v, u.epoch AS e"
 SET_VERSION = "MATCH (u:UserMeta {user_id: $u}) SET u.version = $v"
+# What a cached embedding matrix is checked against on every search: the token and the ids it covers
+# (ids only, no vectors: cheap next to EMBEDDINGS).
+CACHE_CHECK = ("MATCH (u:UserMeta {user_id: $u}) OPTIONAL MATCH (f:Fact {user_id: $u}) WHERE f.embedding IS NOT NULL "
+               "RETURN u.version AS v, u.epoch AS e, collect(f.fact_id) AS ids")
 
 # -- snapshot --
 LOAD_CONCEPTS = "MATCH (c:Concept {user_id: $u}) RETURN c {.*} AS c"

@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
+from pydantic import ValidationError
 
 from graph.bm25 import tokenize
 from graph.cypher.sandbox import run_user_cypher
-from graph.edits import id_taken
+from graph.edits import EditRejected, check_invariants, id_taken
 from graph.ids import validate_user_id
 from graph.models import Edit, Turn
 from graph.neo4j import queries as Q
@@ -88,12 +90,31 @@ class Neo4jStore:
         # Neo4j reads are read-committed: a commit landing between our queries would give a torn
         # snapshot. Every commit bumps the user's version and a purge deletes the meta node (a
         # re-created user gets a new epoch), so an equal (version, epoch) token before and after the
-        # reads means none landed; otherwise read again.
+        # reads means none landed; otherwise read again. A concurrent reader can also see another
+        # process's commit or purge half-applied with the token unchanged (read-committed), so a
+        # snapshot that breaks the graph invariants every commit keeps is read again too; one that
+        # stays broken with a stable token is stored data, returned for validation to report.
+        torn: Snapshot | None = None
         with self._driver.session(database=self._db, default_access_mode=self._neo4j.READ_ACCESS) as s:
-            for _ in range(50):
-                snap, token = s.execute_read(self._load, user_id)
-                if s.execute_read(self._token, user_id) == token:
-                    return snap
+            for attempt in range(50):
+                try:
+                    snap, token = s.execute_read(self._load, user_id)
+                except (ValidationError, KeyError, TypeError):  # a node seen mid-delete: its properties gone
+                    torn = None
+                    time.sleep(0.002 * (attempt + 1))
+                    continue
+                if s.execute_read(self._token, user_id) != token:
+                    torn = None
+                    continue
+                try:
+                    check_invariants(snap)
+                except EditRejected:
+                    torn = snap
+                    time.sleep(0.002 * (attempt + 1))  # let the other transaction finish applying
+                    continue
+                return snap
+        if torn is not None:
+            return torn
         raise ConcurrentModification(f"user {user_id!r} keeps changing; could not read a stable snapshot")
 
     @staticmethod
@@ -179,18 +200,26 @@ class Neo4jStore:
 
     # -- retrieval reads --
     def _embeddings(self, user_id: str) -> tuple[list[str], np.ndarray | None]:
-        """This user's normalized embedding matrix, cached per (user, version, epoch).
+        """This user's normalized embedding matrix, cached per user and checked on every search.
 
         Neo4j 5 Community's vector index cannot filter by user, and an exact cosine in Cypher reads
-        every vector property per query; one cheap token read per search keeps a client-side copy
-        exact, also when other processes write: every commit and purge_items bumps the version, and
-        purge_user deletes the meta node, so a re-created user has a new epoch.
+        every vector property per query, so each process keeps a client-side copy. Every search first
+        reads the user's (version, epoch) and the ids of their embedded facts (one query, no vectors)
+        and uses the copy only if both match. The ids matter, not only the token: reads are
+        read-committed and a concurrent reader can see another process's commit half-applied (the
+        version bumped, its new fact not yet visible); a copy built then carries the new token but
+        lacks the fact, and only the id check catches that on the next search (two processes on one
+        Neo4j: tests/test_multiprocess_neo4j.py).
         """
-        rows = self._read(Q.CACHE_TOKEN, u=user_id)
-        token = (rows[0]["v"], rows[0]["e"]) if rows else None
+        rows = self._read(Q.CACHE_CHECK, u=user_id)
+        if not rows:  # no meta node: a new or purged user
+            with self._cache_lock:
+                self._emb_cache.pop(user_id, None)
+            return [], None
+        token, current = (rows[0]["v"], rows[0]["e"]), set(rows[0]["ids"])
         with self._cache_lock:
             hit = self._emb_cache.get(user_id)
-            if hit is not None and token is not None and hit[0] == token:
+            if hit is not None and hit[0] == token and set(hit[1]) == current:
                 self._emb_cache.move_to_end(user_id)
                 return hit[1], hit[2]
             self._emb_cache.pop(user_id, None)
@@ -199,17 +228,15 @@ class Neo4jStore:
             return [], None
         m = np.asarray(rows[0]["embs"], dtype=np.float32)
         m /= np.linalg.norm(m, axis=1, keepdims=True) + 1e-12
-        token = (rows[0]["v"], rows[0]["e"])
-        # Read-committed: a commit may land while EMBEDDINGS runs, so its vectors may be newer or older
-        # than its token. Serve them for this search either way (the facts themselves are re-read by
-        # fetch), but cache them only if the token did not move meanwhile.
-        after = self._read(Q.CACHE_TOKEN, u=user_id)
-        if after and (after[0]["v"], after[0]["e"]) == token:
+        ids: list[str] = rows[0]["ids"]
+        # Cache only what matches the check just made; anything read mid-commit is served for this
+        # search and re-checked on the next one.
+        if (rows[0]["v"], rows[0]["e"]) == token and set(ids) == current:
             with self._cache_lock:
-                self._emb_cache[user_id] = (token, rows[0]["ids"], m)
+                self._emb_cache[user_id] = (token, ids, m)
                 while len(self._emb_cache) > self.cache_users:
                     self._emb_cache.popitem(last=False)
-        return rows[0]["ids"], m
+        return ids, m
 
     def vector_search(self, user_id: str, embedding: Sequence[float], k: int) -> list[tuple[str, float]]:
         ids, m = self._embeddings(user_id)
@@ -240,6 +267,8 @@ class Neo4jStore:
         q = Q.fetch_within(hops) if hops > 0 else Q.FETCH_FACTS
         facts, concept_of, paths, rels = {}, {}, {}, {}
         for r in self._read(q, u=user_id, ids=list(fact_ids)):
+            if r["f"].get("fact_id") is None:  # deleted by a concurrent purge while we read it
+                continue
             f = row_fact(r["f"])
             facts[f.fact_id] = f
             if r["c"]:
