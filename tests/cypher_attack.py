@@ -20,7 +20,8 @@ def canary(user: str) -> str:
 
 
 def seed_two_users(store: Any) -> None:
-    """Each user gets a canary in every text property of every label and relation."""
+    """Each user gets a canary in every text property of every label and relation (a valid ontology:
+    root, one child concept, two facts, so the stores read it in one pass)."""
     now = utcnow()
     for u in USERS:
         c = canary(u)
@@ -31,9 +32,9 @@ def seed_two_users(store: Any) -> None:
                  for i in range(2)]
         store.commit(ChangeSet(
             user_id=u, expected_version=0, new_version=1,
-            concepts_upsert=[Concept(concept_id=f"{u}::c::root", user_id=u, name=c, description=c),
+            concepts_upsert=[Concept(concept_id=f"{u}::root", user_id=u, name=c, description=c),
                              Concept(concept_id=f"{u}::c::kid", user_id=u, name=f"{c} kid")],
-            parent_add=[(f"{u}::c::root", f"{u}::c::kid")],
+            parent_add=[(f"{u}::root", f"{u}::c::kid")],
             contains_add=[(f"{u}::c::kid", f.fact_id) for f in facts],
             facts_create=facts, embeddings={f.fact_id: [0.25] * 16 for f in facts},
             relations_add=[Relation(type="SUPERSEDES", src=facts[1].fact_id, dst=facts[0].fact_id,
