@@ -69,6 +69,9 @@ class ApiDeps:
     ingest: IngestFn | None = None
     metrics: Metrics = field(default_factory=Metrics)
     cypher_gate: CypherGate = field(default_factory=CypherGate)
+    # induction's Ingestor behind ``ingest``: the transfer route (/v1/state/external) runs external items
+    # through its extractor and adjudicator on a scratch store. None: an offline one is made on demand.
+    ingestor: Any | None = None
 
 
 def get_deps(request: Request) -> ApiDeps:

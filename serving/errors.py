@@ -97,83 +97,81 @@ def _cypher_failure(e: StoreError) -> str:
     return f"{m.group(1)} error" if m else "query error"
 
 
+def _neo4j_driver_error() -> type[BaseException] | None:
+    try:
+        from neo4j.exceptions import DriverError
+    except ImportError:  # pragma: no cover - neo4j is a dependency, but the API does not need it
+        return None
+    return DriverError
+
+
+def domain_error(e: BaseException, cypher: bool = False, where: str = "") -> ApiError | None:
+    """The domain errors of graph/, llmclients/ and policy/ as an ``ApiError`` (status, sentence, code),
+    or None for an exception that is a crash. One home for the HTTP handlers below and the MCP tools
+    (serving/mcp_server.py). ``cypher``: the caller's own Cypher query was running, so a store error
+    is their input's fault (400), not the store's (503). ``where``: for the log only."""
+    if isinstance(e, UnknownUser):
+        return ApiError(404, sentence(str(e.args[0]) if e.args else "unknown user"), "user_not_found")  # str(KeyError) quotes
+    if isinstance(e, EditRejected):
+        if e.rule in FOREIGN_ID_RULES:
+            log.warning("edit refused (%s): %s", e.rule, e)
+            return ApiError(409, "Edit rejected, nothing was written: the batch uses an id that is not available to "
+                            "this user; choose other ids.", e.rule)
+        return ApiError(422, sentence(f"Edit rejected, nothing was written: {e}"), e.rule)
+    if isinstance(e, CypherRefused):
+        return ApiError(400, sentence(f"Cypher refused: {e}"), "cypher_refused")
+    if isinstance(e, ReadOnlyViolation):
+        log.info("read-only violation: %s", e)
+        return ApiError(400, "Cypher refused: the query tried to write, and this route is read-only.",
+                        "cypher_not_read_only")
+    if isinstance(e, ChatError):
+        a = model_error(e)
+        return ApiError(a.status, sentence(a.message), a.code or "model_server_error")
+    if isinstance(e, ContextTooLong):
+        return ApiError(400, sentence(str(e)), "context_length_exceeded")
+    if isinstance(e, StateParseError):
+        return ApiError(502, sentence(f"The policy model returned an invalid Reasoning State: {e}"),
+                        "policy_output_invalid")
+    if isinstance(e, ConcurrentModification):
+        return ApiError(409, sentence(f"This user's memory was changed by a concurrent request; nothing was written, "
+                                      f"retry: {e}"), "concurrent_modification")
+    if isinstance(e, StoreError):
+        if cypher:
+            # the caller's own query failed in the engine (syntax, unknown function, types): their input
+            log.info("user cypher failed: %s", e)
+            return ApiError(400, f"The Cypher query could not be run ({_cypher_failure(e)}); check its syntax and the "
+                            "functions it uses.", "cypher_invalid")
+        conflict = id_conflict(e)
+        if conflict is not None:
+            return conflict
+        log.error("store error on %s: %s", where, e)
+        return ApiError(503, "The memory store failed on this request; nothing was changed. Retry later.", "store_error")
+    if isinstance(e, RuntimeError):
+        return id_conflict(e)  # the embedded engine raises a bare RuntimeError on a duplicate id; else a crash
+    if isinstance(e, ValidationError):
+        return ApiError(422, sentence(f"Invalid value: {e.errors()[0].get('msg')}"), "validation_error")
+    driver_error = _neo4j_driver_error()
+    if driver_error is not None and isinstance(e, driver_error):
+        # ServiceUnavailable, SessionExpired, auth failures: the database is not there for us
+        log.error("neo4j unavailable on %s: %s", where, e)
+        return ApiError(503, "The memory store (Neo4j) cannot be reached; nothing was changed. Retry later, or ask the "
+                        "operator to check the database.", "store_unavailable")
+    return None
+
+
 def install_api_error_handlers(app: Any) -> None:
     """The domain errors of graph/, llmclients/ and policy/ as HTTP answers (on top of
     openai_wire.install_error_handlers, which covers ApiError, validation, 404/405 and crashes)."""
 
-    @app.exception_handler(UnknownUser)
-    async def _unknown_user(_: Request, e: UnknownUser) -> JSONResponse:
-        # str(KeyError) adds quotes, hence args[0]
-        return _err(404, str(e.args[0]) if e.args else "unknown user", "user_not_found")
+    async def _handle(request: Request, e: Exception) -> JSONResponse:
+        a = domain_error(e, cypher=_is_cypher_route(request), where=f"{request.method} {request.url.path}")
+        if a is None:
+            raise e  # the crash handler: 500 with an incident id, details in the log
+        return _err(a.status, a.message, a.code or "server_error", a.param)
 
-    @app.exception_handler(EditRejected)
-    async def _rejected(_: Request, e: EditRejected) -> JSONResponse:
-        if e.rule in FOREIGN_ID_RULES:
-            log.warning("edit refused (%s): %s", e.rule, e)
-            return _err(409, "Edit rejected, nothing was written: the batch uses an id that is not available to "
-                        "this user; choose other ids.", e.rule)
-        return _err(422, f"Edit rejected, nothing was written: {e}", e.rule)
-
-    @app.exception_handler(CypherRefused)
-    async def _cypher(_: Request, e: CypherRefused) -> JSONResponse:
-        return _err(400, f"Cypher refused: {e}", "cypher_refused")
-
-    @app.exception_handler(ReadOnlyViolation)
-    async def _ro(_: Request, e: ReadOnlyViolation) -> JSONResponse:
-        log.info("read-only violation: %s", e)
-        return _err(400, "Cypher refused: the query tried to write, and this route is read-only.",
-                    "cypher_not_read_only")
-
-    @app.exception_handler(ChatError)
-    async def _chat(_: Request, e: ChatError) -> JSONResponse:
-        a = model_error(e)
-        return _err(a.status, a.message, a.code or "model_server_error")
-
-    @app.exception_handler(ContextTooLong)
-    async def _too_long(_: Request, e: ContextTooLong) -> JSONResponse:
-        return _err(400, str(e), "context_length_exceeded")
-
-    @app.exception_handler(StateParseError)
-    async def _state(_: Request, e: StateParseError) -> JSONResponse:
-        return _err(502, f"The policy model returned an invalid Reasoning State: {e}", "policy_output_invalid")
-
-    @app.exception_handler(ConcurrentModification)
-    async def _conc(_: Request, e: ConcurrentModification) -> JSONResponse:
-        return _err(409, f"This user's memory was changed by a concurrent request; nothing was written, retry: {e}",
-                    "concurrent_modification")
-
-    @app.exception_handler(StoreError)
-    async def _store(request: Request, e: StoreError) -> JSONResponse:
-        if _is_cypher_route(request):
-            # the caller's own query failed in the engine (syntax, unknown function, types): their input
-            log.info("user cypher failed: %s", e)
-            return _err(400, f"The Cypher query could not be run ({_cypher_failure(e)}); check its syntax and the "
-                        "functions it uses.", "cypher_invalid")
-        conflict = id_conflict(e)
-        if conflict is not None:
-            return _err(conflict.status, conflict.message, conflict.code or "id_conflict")
-        log.error("store error on %s %s: %s", request.method, request.url.path, e)
-        return _err(503, "The memory store failed on this request; nothing was changed. Retry later.", "store_error")
-
-    @app.exception_handler(RuntimeError)
-    async def _runtime(request: Request, e: RuntimeError) -> JSONResponse:
-        conflict = id_conflict(e)  # the embedded engine raises a bare RuntimeError on a duplicate id
-        if conflict is not None:
-            return _err(conflict.status, conflict.message, conflict.code or "id_conflict")
-        raise e  # the crash handler: 500 with an incident id, details in the log
-
-    @app.exception_handler(ValidationError)
-    async def _invalid(_: Request, e: ValidationError) -> JSONResponse:
-        return _err(422, f"Invalid value: {e.errors()[0].get('msg')}", "validation_error")
-
-    try:
-        from neo4j.exceptions import DriverError
-    except ImportError:  # pragma: no cover - neo4j is a dependency, but the API does not need it
-        return
-
-    @app.exception_handler(DriverError)
-    async def _neo4j_down(request: Request, e: DriverError) -> JSONResponse:
-        # ServiceUnavailable, SessionExpired, auth failures: the database is not there for us
-        log.error("neo4j unavailable on %s %s: %s", request.method, request.url.path, e)
-        return _err(503, "The memory store (Neo4j) cannot be reached; nothing was changed. Retry later, or ask the "
-                    "operator to check the database.", "store_unavailable")
+    for exc in (UnknownUser, EditRejected, CypherRefused, ReadOnlyViolation, ChatError, ContextTooLong,
+                StateParseError, ConcurrentModification, StoreError, RuntimeError, ValidationError):
+        app.add_exception_handler(exc, _handle)
+    driver_error = _neo4j_driver_error()
+    if driver_error is not None:
+        app.add_exception_handler(driver_error, _handle)

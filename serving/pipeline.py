@@ -27,6 +27,8 @@ from policy.base import Policy
 from policy.rule import RulePolicy
 from policy.state import ReasoningState, StateParseError
 from policy.answer_prompts import AnswerPrompt, answer_messages, fill, load_answer_prompt, state_block
+# the response models live in serving/wire.py (importable without the server's dependencies: the client uses them)
+from serving.wire import AnswerResult, EvidenceView
 
 
 class PipelineConfig(BaseModel):
@@ -78,55 +80,6 @@ def without_states(bundle: EvidenceBundle) -> EvidenceBundle:
     items = [it.model_copy(update={"state": RelationalState(fact_id=it.fact.fact_id, validity="current")})
              for it in bundle.items]
     return bundle.model_copy(update={"items": items})
-
-
-class EvidenceView(BaseModel):
-    alias: str
-    fact_id: str
-    statement: str
-    kind: str
-    holder: str
-    validity: str
-    scope: str | None = None
-    concept_path: list[str] = Field(default_factory=list)
-    relations: list[str] = Field(default_factory=list, description="e.g. 'SUPERSEDES -> F1', 'CONFLICTS_WITH <- F4'.")
-    observed_at: str | None = None
-    seed: bool
-    score: float | None = None
-    in_context: bool = Field(description="False when the token budget dropped its group.")
-
-
-class AnswerResult(BaseModel):
-    user_id: str
-    request: str
-    answer: str | None = Field(description="None for explain-only calls.")
-    reasoning_state: str | None = Field(description="The state in the policy's text format (None: ablated/no evidence).")
-    reasoning_state_parsed: ReasoningState | None = None
-    policy: str
-    policy_fallback: str | None = Field(default=None, description="Why the rule baseline or no state was used.")
-    answer_model: str
-    prompt: str
-    prompt_version: str
-    context: str = Field(description="The rendered facts the answer model saw.")
-    evidence: list[EvidenceView]
-    explain: Explain
-    ablations: dict[str, bool]
-    timings_ms: dict[str, float] = Field(description="retrieve, traverse, policy, answer, total (+ embed, seeds).")
-    tokens: dict[str, int] = Field(description="context, policy_prompt, policy_completion, answer_prompt, "
-                                   "answer_completion.")
-    finish_reason: str | None = None
-
-    def describe(self, state_line: Callable[[Any], str] | None = None) -> str:
-        lines = [f"[{self.user_id}] {self.request}", "  evidence:"]
-        for e in self.evidence:
-            lines.append(f"    {e.alias:<4}{'seed' if e.seed else 'trav'} {e.validity:<11}{e.statement}"
-                         + (f"  scope={e.scope}" if e.scope else "") + (f"  ({'; '.join(e.relations)})" if e.relations else ""))
-        lines.append("  reasoning state" + (f" ({self.policy_fallback})" if self.policy_fallback else "") + ":")
-        lines += [f"    {ln}" for ln in (self.reasoning_state or "(none)").splitlines()]
-        lines.append(f"  answer ({self.answer_model}):")
-        lines += [f"    {ln}" for ln in (self.answer or "(not generated)").splitlines()]
-        lines.append("  timings ms: " + ", ".join(f"{k} {v:.1f}" for k, v in self.timings_ms.items()))
-        return "\n".join(lines)
 
 
 class _StateOutcome(BaseModel):

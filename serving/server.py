@@ -7,7 +7,7 @@ Neo4j, scale out by running several of these behind a load balancer.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from induction.config import IngestConfig
 from llmclients.config import ModelEndpointConfig, ModelsConfig
@@ -15,21 +15,33 @@ from memcore.memory import Memory, MemorySettings
 from serving.api import ApiDeps, ApiSettings, IngestFn, create_app
 from serving.pipeline import AnswerPipeline, PipelineConfig, build_models
 
+if TYPE_CHECKING:
+    from induction.pipeline import Ingestor
 
-def default_ingest(memory: Memory, config: IngestConfig | None = None,
-                   extraction: ModelEndpointConfig | None = None) -> IngestFn:
-    """Session ingestion through ``induction``: offline by default; with an llm extractor/adjudicator in
-    ``config`` the ``extraction`` model (default: SmolLM2 in process) does it."""
+
+def default_ingestor(memory: Memory, config: IngestConfig | None = None,
+                     extraction: ModelEndpointConfig | None = None) -> Ingestor:
+    """Induction's ingestor: offline by default; with an llm extractor/adjudicator in ``config`` the
+    ``extraction`` model (default: SmolLM2 in process) does it."""
     from induction.pipeline import build_ingestor
-    from induction.session import parse_session
 
-    ingestor = build_ingestor(memory, config or IngestConfig(), extraction or ModelEndpointConfig())
+    return build_ingestor(memory, config or IngestConfig(), extraction or ModelEndpointConfig())
+
+
+def ingest_with(ingestor: Ingestor) -> IngestFn:
+    """Session ingestion (a JSON session for a user) through ``ingestor``."""
+    from induction.session import parse_session
 
     def ingest(user_id: str, session_json: dict[str, Any]) -> dict[str, Any]:
         session = parse_session(session_json, source="http", user_id=user_id)
         return ingestor.ingest(session).model_dump(mode="json")
 
     return ingest
+
+
+def default_ingest(memory: Memory, config: IngestConfig | None = None,
+                   extraction: ModelEndpointConfig | None = None) -> IngestFn:
+    return ingest_with(default_ingestor(memory, config, extraction))
 
 
 def build_deps(settings: MemorySettings, models: ModelsConfig, pipeline: PipelineConfig, api: ApiSettings,
@@ -40,12 +52,13 @@ def build_deps(settings: MemorySettings, models: ModelsConfig, pipeline: Pipelin
     memory = Memory.from_settings(settings)
     try:
         policy, answer_model = build_models(models, pipeline)
-        fn = default_ingest(memory, ingest_config, models.extraction) if ingest is True else (ingest or None)
+        ingestor = default_ingestor(memory, ingest_config, models.extraction) if ingest is True else None
+        fn = ingest_with(ingestor) if ingestor is not None else (ingest or None)
     except Exception:
         memory.close()
         raise
     return ApiDeps(memory=memory, pipeline=AnswerPipeline(memory, policy, answer_model, pipeline), settings=api,
-                   ingest=fn)
+                   ingest=fn, ingestor=ingestor)
 
 
 def run_server(settings: MemorySettings, models: ModelsConfig, pipeline: PipelineConfig, api: ApiSettings, host: str, port: int,

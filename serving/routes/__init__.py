@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from serving.routes import answer, chat, cypher, facts, forget, ingest, ops, retrieval, users
+from serving.routes import answer, chat, cypher, facts, forget, history, ingest, ops, retrieval, transfer, users
 
-ROUTERS: tuple[APIRouter, ...] = (ops.router, users.router, ingest.router, forget.router, facts.router,
-                                  retrieval.router, answer.router, cypher.router, chat.router)
+ROUTERS: tuple[APIRouter, ...] = (ops.router, users.router, ingest.router, forget.router, history.router, facts.router,
+                                  retrieval.router, answer.router, transfer.router, cypher.router, chat.router)

@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from policy.answer_prompts import known_prompts
+from policy.transfer import ExternalItem
 
 _PROMPT_NAME = re.compile(r"^[a-z0-9_-]{1,40}$")
 
@@ -46,3 +47,11 @@ class AnswerBody(QueryBody):
 
 class ExplainBody(AnswerBody):
     answer: bool = Field(default=False, description="Also run the answer model (its timing then appears too).")
+
+
+class TransferBody(BaseModel):
+    """Memory items from another system and the request to build a Reasoning State for."""
+
+    model_config = ConfigDict(extra="forbid")
+    query: str = Field(min_length=1, max_length=4000, description="The request.")
+    items: list[ExternalItem] = Field(min_length=1, max_length=100, description="What the other memory returned.")

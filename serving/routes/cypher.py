@@ -9,8 +9,9 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from serving.cypher_route import cypher_body
+from serving import service
 from serving.deps import ApiDeps, ApiKey, existing, get_deps, principal
+from serving.wire import CypherOut
 
 router = APIRouter(tags=["inspect"])
 
@@ -23,6 +24,5 @@ class CypherBody(BaseModel):
 
 @router.post("/v1/users/{user_id}/cypher")
 async def cypher(body: CypherBody, user_id: str = Depends(existing), deps: ApiDeps = Depends(get_deps),
-                 who: ApiKey | None = Depends(principal)) -> dict[str, Any]:
-    rows = await deps.cypher_gate.run(who.key if who else "", lambda: deps.memory.cypher(user_id, body.query, body.params))
-    return cypher_body(user_id, rows, deps.settings.max_cypher_rows)
+                 who: ApiKey | None = Depends(principal)) -> CypherOut:
+    return await service.cypher(deps, user_id, who.key if who else "", body.query, body.params)

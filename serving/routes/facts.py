@@ -6,29 +6,14 @@ from collections import defaultdict
 from typing import Any
 
 from fastapi import APIRouter, Depends, Query
-from pydantic import BaseModel
 
-from graph.models import Fact, RelationalState, Turn, utcnow
+from graph.models import utcnow
 from graph.rules import derive_state
 from serving.deps import ApiDeps, existing, get_deps
 from serving.openai_wire import ApiError
+from serving.wire import FactDetail, FactList, FactWithState
 
 router = APIRouter(tags=["facts"])
-
-
-class FactWithState(BaseModel):
-    fact: Fact
-    state: RelationalState
-
-
-class FactDetail(FactWithState):
-    source_turns: list[Turn]
-
-
-class FactList(BaseModel):
-    user_id: str
-    total: int
-    facts: list[FactWithState]
 
 
 def facts_with_states(store: Any, user_id: str) -> list[FactWithState]:

@@ -4,14 +4,12 @@ lock as session ingestion, so a purge never interleaves with an ingest of the sa
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Depends, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from induction.forget import ForgetError, purge, retract
+from serving import service
 from serving.deps import ApiDeps, existing, get_deps
-from serving.openai_wire import ApiError
+from serving.wire import ForgetOut, PurgeOut
 
 router = APIRouter(tags=["forget"])
 
@@ -23,26 +21,11 @@ class ForgetBody(BaseModel):
 
 @router.post("/v1/users/{user_id}/facts/{fact_id}/forget")
 def forget_fact(fact_id: str, body: ForgetBody | None = None, user_id: str = Depends(existing),
-                deps: ApiDeps = Depends(get_deps)) -> dict[str, Any]:
-    # checked here first for the precise status (404 vs 409); retract checks again under the lock
-    f = deps.memory.store.load_snapshot(user_id).facts.get(fact_id)
-    if f is None:
-        raise ApiError(404, f"User {user_id!r} has no such fact.", "fact_not_found")
-    if f.retracted_at is not None:
-        raise ApiError(409, "This fact is already retracted.", "already_retracted")
-    try:
-        report = retract(deps.memory, user_id, fact_id=fact_id, reason=body.reason if body else "")
-    except ForgetError as e:  # retracted by a concurrent request between the check and the lock
-        raise ApiError(409, "This fact was changed by a concurrent request; reload it and retry.",
-                       "concurrent_modification") from e
-    return {"user_id": user_id, "fact_id": fact_id, "status": "retracted", "version": report.version}
+                deps: ApiDeps = Depends(get_deps)) -> ForgetOut:
+    return service.forget_fact(deps, user_id, fact_id, body.reason if body else "")
 
 
 @router.delete("/v1/users/{user_id}")
 def purge_user(confirm: bool = Query(default=False, description="Must be true: purge is irreversible."),
-               user_id: str = Depends(existing), deps: ApiDeps = Depends(get_deps)) -> dict[str, Any]:
-    if not confirm:
-        raise ApiError(400, "Purge deletes every fact, turn, embedding and edit of the user irreversibly; "
-                       "repeat with ?confirm=true.", "confirmation_required", "confirm")
-    report = purge(deps.memory, user_id)
-    return {"user_id": user_id, "status": "purged", "nodes_removed": report.deleted.get("nodes", 0)}
+               user_id: str = Depends(existing), deps: ApiDeps = Depends(get_deps)) -> PurgeOut:
+    return service.purge_user(deps, user_id, confirm)
