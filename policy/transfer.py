@@ -16,7 +16,6 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -26,18 +25,11 @@ from induction.session import Session, SessionTurn
 from memcore.memory import Memory
 from policy.base import Policy
 from policy.rule import RulePolicy
+from policy.external import ExternalItem
 from policy.state import FactUse, ReasoningState, StateParseError
 
 SCRATCH_USER = "external"
 _PRIORITY = {"high": 3, "medium": 2, "low": 1}
-
-
-class ExternalItem(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    text: str = Field(min_length=1, max_length=20_000, description="The memory item's text.")
-    at: datetime | None = Field(default=None, description="When it was observed or said, if known.")
-    holder: str = Field(default="user", min_length=1, max_length=100, description="Who said it (turn speaker).")
-    id: str | None = Field(default=None, max_length=200, description="The item's id in the other system.")
 
 
 class TransferConfig(BaseModel):

@@ -27,7 +27,7 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field
 
 from induction.session import SessionTurn
-from policy.transfer import ExternalItem
+from policy.external import ExternalItem
 from serving import service
 from serving.deps import ApiDeps, ApiKey, checked_user_id, user_scope
 from serving.errors import domain_error

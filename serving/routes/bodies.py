@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from policy.answer_prompts import known_prompts
-from policy.transfer import ExternalItem
+from policy.external import ExternalItem
 
 _PROMPT_NAME = re.compile(r"^[a-z0-9_-]{1,40}$")
 
