@@ -53,7 +53,8 @@ def build_deps(settings: MemorySettings, models: ModelsConfig, pipeline: Pipelin
     try:
         policy, answer_model = build_models(models, pipeline)
         ingestor = default_ingestor(memory, ingest_config, models.extraction) if ingest is True else None
-        fn = ingest_with(ingestor) if ingestor is not None else (ingest or None)
+        fn: IngestFn | None = (ingest_with(ingestor) if ingestor is not None
+                               else ingest if callable(ingest) else None)
     except Exception:
         memory.close()
         raise
