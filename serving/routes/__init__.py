@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from serving.routes import answer, chat, cypher, facts, forget, ingest, ops, retrieval, users
+from serving.routes import answer, chat, cypher, facts, forget, ingest, ops, profile, retrieval, users
 
 ROUTERS: tuple[APIRouter, ...] = (ops.router, users.router, ingest.router, forget.router, facts.router,
-                                  retrieval.router, answer.router, cypher.router, chat.router)
+                                  retrieval.router, answer.router, cypher.router, chat.router,
+                                  profile.router)
