@@ -27,7 +27,7 @@ class StateOut(BaseModel):
 @router.post("/v1/users/{user_id}/state")
 def reasoning_state(body: QueryBody, user_id: str = Depends(existing), deps: ApiDeps = Depends(get_deps)) -> StateOut:
     res = deps.pipeline.answer(user_id, body.query, generate=False, k=body.k, traverse=body.traverse,
-                               relational_states=body.relational_states)
+                               relational_states=body.relational_states, **body.time_view())
     return StateOut(user_id=user_id, request=body.query, policy=res.policy, reasoning_state=res.reasoning_state,
                     parsed=res.reasoning_state_parsed, fallback=res.policy_fallback,
                     aliases={e.alias: e.fact_id for e in res.evidence},

@@ -19,7 +19,8 @@ router = APIRouter(tags=["retrieval"])
 @router.post("/v1/users/{user_id}/search")
 def search(body: SearchBody, user_id: str = Depends(existing), deps: ApiDeps = Depends(get_deps)) -> dict[str, Any]:
     pipe = deps.pipeline
-    cfg = pipe.with_config(k=body.k, traverse=body.traverse, relational_states=body.relational_states)
+    cfg = pipe.with_config(k=body.k, traverse=body.traverse, relational_states=body.relational_states,
+                           **body.time_view())
     bundle = pipe.evidence(user_id, body.query, cfg)
     ctx = render_context(bundle, body.budget, with_state=cfg.relational_states)
     return {"user_id": user_id, "query": body.query,
