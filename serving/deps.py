@@ -18,6 +18,7 @@ from fastapi import Depends, Header, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from graph.ids import validate_user_id
+from induction.redact import RedactConfig
 from memcore.memory import Memory
 from serving.cypher_route import CypherGate
 from serving.metrics import Metrics
@@ -69,6 +70,7 @@ class ApiDeps:
     ingest: IngestFn | None = None
     metrics: Metrics = field(default_factory=Metrics)
     cypher_gate: CypherGate = field(default_factory=CypherGate)
+    redact: RedactConfig = field(default_factory=RedactConfig)  # for /edits; sessions use the ingest config's
 
 
 def get_deps(request: Request) -> ApiDeps:

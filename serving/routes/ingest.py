@@ -8,6 +8,7 @@ from typing import Any
 from fastapi import APIRouter, Body, Depends
 
 from graph.edits import EditBatch, EditRejected
+from induction.redact import redact_batch
 from llmclients.chat import ChatError
 from serving.deps import ApiDeps, get_deps, scoped
 from serving.errors import FOREIGN_ID_RULES, id_conflict, model_error, sentence
@@ -49,7 +50,8 @@ def ingest_session(session: dict[str, Any] = Body(...), user_id: str = Depends(s
 def apply_edits(batch: EditBatch, user_id: str = Depends(scoped), deps: ApiDeps = Depends(get_deps)) -> dict[str, Any]:
     if batch.user_id != user_id:
         raise ApiError(400, "The batch's user_id does not match the user in the path.", "user_mismatch", "user_id")
+    batch, redacted = redact_batch(batch, deps.redact)  # secrets never stored (induction/redact.py)
     _, cs = deps.memory.apply(batch)
     return {"user_id": user_id, "version": cs.new_version, "facts_created": [f.fact_id for f in cs.facts_create],
             "relations_added": len(cs.relations_add), "concepts_upserted": len(cs.concepts_upsert),
-            "edit_ids": [e.edit_id for e in cs.edits_upsert]}
+            "edit_ids": [e.edit_id for e in cs.edits_upsert], "redacted": redacted}
