@@ -161,6 +161,13 @@ class _Calls:
         return _Call(method="POST", path=f"/v1/users/{self.user(user_id)}/sessions",
                      body=_clean({"session_id": sid, "started_at": started_at, "turns": turns}))
 
+    def facts(self, user_id: str | None, include: str | Sequence[str] | None, validity: str | None,
+              kind: str | None, as_of: str | None, known_at: str | None, limit: int, offset: int) -> _Call:
+        inc = include if include is None or isinstance(include, str) else ",".join(include)
+        return _Call(method="GET", path=f"/v1/users/{self.user(user_id)}/facts",
+                     params=_clean({"include": inc, "validity": validity, "kind": kind, "as_of": as_of,
+                                    "known_at": known_at, "limit": limit, "offset": offset}))
+
     def query(self, verb: str, query: str, user_id: str | None, **extra: Any) -> _Call:
         return _Call(method="POST", path=f"/v1/users/{self.user(user_id)}/{verb}", body=_clean({"query": query} | extra))
 
@@ -219,25 +226,36 @@ class MemoryClient(_Base):
         return self.parse(self._send(self.calls.add(messages, user_id, session_id, started_at)), IngestOut)
 
     def search(self, query: str, user_id: str | None = None, k: int | None = None, traverse: bool | None = None,
-               relational_states: bool | None = None, budget: int | None = None) -> SearchOut:
+               relational_states: bool | None = None, budget: int | None = None, as_of: str | None = None,
+               known_at: str | None = None) -> SearchOut:
+        """Facts for ``query`` with their relational states (as of a valid time / as known at a recorded time)."""
         return self.parse(self._send(self.calls.query("search", query, user_id, k=k, traverse=traverse,
-                                                      relational_states=relational_states, budget=budget)), SearchOut)
+                                                      relational_states=relational_states, budget=budget,
+                                                      as_of=as_of, known_at=known_at)), SearchOut)
 
-    def state(self, query: str, user_id: str | None = None, k: int | None = None) -> StateOut:
+    def state(self, query: str, user_id: str | None = None, k: int | None = None, as_of: str | None = None,
+              known_at: str | None = None) -> StateOut:
         """The Reasoning State for a request."""
-        return self.parse(self._send(self.calls.query("state", query, user_id, k=k)), StateOut)
+        return self.parse(self._send(self.calls.query("state", query, user_id, k=k, as_of=as_of, known_at=known_at)),
+                          StateOut)
+
+    def profile(self, user_id: str | None = None, latest: int = 10) -> dict[str, Any]:
+        """The profile view (current facts by concept, counts per validity, latest changes) as JSON."""
+        return dict(self.parse_json(self._send(_Call(method="GET", path=f"/v1/users/{self.calls.user(user_id)}/profile",
+                                                     params={"latest": latest}))))
 
     def answer(self, query: str, user_id: str | None = None, choices: Sequence[str] | None = None,
                max_tokens: int | None = None) -> AnswerResult:
         return self.parse(self._send(self.calls.query("answer", query, user_id, choices=list(choices) if choices
                                                       else None, max_tokens=max_tokens)), AnswerResult)
 
-    def get_all(self, user_id: str | None = None, validity: str | None = None, kind: str | None = None,
-                limit: int = 100, offset: int = 0) -> FactList:
-        """The user's facts with their states (newest first); ``validity`` filters (current, superseded, ...)."""
-        return self.parse(self._send(_Call(method="GET", path=f"/v1/users/{self.calls.user(user_id)}/facts",
-                                           params=_clean({"validity": validity, "kind": kind, "limit": limit,
-                                                          "offset": offset}))), FactList)
+    def get_all(self, user_id: str | None = None, include: str | Sequence[str] | None = None,
+                validity: str | None = None, kind: str | None = None, as_of: str | None = None,
+                known_at: str | None = None, limit: int = 100, offset: int = 0) -> FactList:
+        """The user's facts with their states (newest first): current ones unless ``include`` adds others
+        (superseded, disputed, expired, retracted, all) or ``validity`` asks for exactly one."""
+        return self.parse(self._send(self.calls.facts(user_id, include, validity, kind, as_of, known_at, limit,
+                                                      offset)), FactList)
 
     def get(self, fact_id: str, user_id: str | None = None) -> FactDetail:
         return self.parse(self._send(_Call(method="GET", path=f"/v1/users/{self.calls.user(user_id)}/facts/{fact_id}")),
@@ -306,13 +324,20 @@ class AsyncMemoryClient(_Base):
 
     async def search(self, query: str, user_id: str | None = None, k: int | None = None,
                      traverse: bool | None = None, relational_states: bool | None = None,
-                     budget: int | None = None) -> SearchOut:
+                     budget: int | None = None, as_of: str | None = None, known_at: str | None = None) -> SearchOut:
         return self.parse(await self._send(self.calls.query("search", query, user_id, k=k, traverse=traverse,
-                                                            relational_states=relational_states, budget=budget)),
-                          SearchOut)
+                                                            relational_states=relational_states, budget=budget,
+                                                            as_of=as_of, known_at=known_at)), SearchOut)
 
-    async def state(self, query: str, user_id: str | None = None, k: int | None = None) -> StateOut:
-        return self.parse(await self._send(self.calls.query("state", query, user_id, k=k)), StateOut)
+    async def state(self, query: str, user_id: str | None = None, k: int | None = None, as_of: str | None = None,
+                    known_at: str | None = None) -> StateOut:
+        return self.parse(await self._send(self.calls.query("state", query, user_id, k=k, as_of=as_of,
+                                                            known_at=known_at)), StateOut)
+
+    async def profile(self, user_id: str | None = None, latest: int = 10) -> dict[str, Any]:
+        return dict(self.parse_json(await self._send(_Call(method="GET", path=f"/v1/users/"
+                                                           f"{self.calls.user(user_id)}/profile",
+                                                           params={"latest": latest}))))
 
     async def answer(self, query: str, user_id: str | None = None, choices: Sequence[str] | None = None,
                      max_tokens: int | None = None) -> AnswerResult:
@@ -320,11 +345,11 @@ class AsyncMemoryClient(_Base):
                                                             if choices else None, max_tokens=max_tokens)),
                           AnswerResult)
 
-    async def get_all(self, user_id: str | None = None, validity: str | None = None, kind: str | None = None,
-                      limit: int = 100, offset: int = 0) -> FactList:
-        return self.parse(await self._send(_Call(method="GET", path=f"/v1/users/{self.calls.user(user_id)}/facts",
-                                                 params=_clean({"validity": validity, "kind": kind, "limit": limit,
-                                                                "offset": offset}))), FactList)
+    async def get_all(self, user_id: str | None = None, include: str | Sequence[str] | None = None,
+                      validity: str | None = None, kind: str | None = None, as_of: str | None = None,
+                      known_at: str | None = None, limit: int = 100, offset: int = 0) -> FactList:
+        return self.parse(await self._send(self.calls.facts(user_id, include, validity, kind, as_of, known_at, limit,
+                                                            offset)), FactList)
 
     async def get(self, fact_id: str, user_id: str | None = None) -> FactDetail:
         return self.parse(await self._send(_Call(method="GET", path=f"/v1/users/{self.calls.user(user_id)}/facts/"

@@ -82,6 +82,9 @@ class GraphStore(Protocol):
 
     def turns(self, user_id: str, turn_ids: Sequence[str]) -> list[Turn]: ...
 
+    def embeddings(self, user_id: str) -> dict[str, list[float]]:
+        """fact_id -> the stored embedding, for this user's facts that have one (export, graph/portable.py)."""
+
     def edits(self, user_id: str) -> list[Edit]: ...
 
     def users(self) -> list[str]: ...

@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from induction.redact import RedactConfig
+
 
 class _Cfg(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -82,6 +84,8 @@ class IngestConfig(_Cfg):
     evidence_min_ratio: float = Field(default=0.9, ge=0.5, le=1.0,
                                       description="Share of the (normalized) evidence quote that must occur in its source turn.")
     commit_retries: int = Field(default=5, ge=1, le=50, description="Re-runs of resolve→commit after a concurrent writer.")
+    redact: RedactConfig = Field(default_factory=RedactConfig, description="Secrets (keys, tokens, passwords, card and "
+                                 "bank numbers) removed from sessions before they are stored or extracted.")
 
     @model_validator(mode="after")
     def _rules_need_rules(self) -> IngestConfig:

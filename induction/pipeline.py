@@ -30,6 +30,7 @@ from induction.adjudicate import Adjudicator, RuleAdjudicator, adjudicate_safely
 from induction.config import IngestConfig
 from induction.branch import OntologyBranch, build_branch
 from induction.extract import ExtractionError, ExtractionResult, Extractor, RejectedItem
+from induction.redact import redact_session
 from induction.resolve import resolve
 from induction.session import Session
 from induction.validate import apply_checked, check_evidence, check_kinds
@@ -69,6 +70,8 @@ class IngestReport(BaseModel):
     version: int | None = None
     fact_ids: list[str] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    redacted: dict[str, int] = Field(default_factory=dict, description="Secrets removed before storage, per kind "
+                                     "(counts only, never the values).")
 
 
 _LOCKS: dict[tuple[int, str], threading.Lock] = {}
@@ -92,8 +95,12 @@ class Ingestor:
         self.hook: Callable[[str], None] = lambda step: None
 
     def ingest(self, session: Session) -> IngestReport:
+        # Secrets are cut out first: the hash, the extractor, the stored turns and the report all see
+        # the redacted session only (induction/redact.py).
+        session, redacted = redact_session(session, self.config.redact)
         with user_lock(self.memory.store, session.user_id):
-            return self._ingest(session)
+            report = self._ingest(session)
+        return report.model_copy(update={"redacted": redacted}) if redacted else report
 
     def _ingest(self, session: Session) -> IngestReport:
         store, cfg = self.memory.store, self.config

@@ -10,6 +10,7 @@ from graph.edits import AttachFact, EditBatch, apply_batch, undo
 from graph.retrieval import EvidenceBundle, RetrievalConfig, retrieve
 from graph.snapshot import ChangeSet, Snapshot
 from graph.store import GraphStore, UnknownUser
+from graph.timeline import TimeView, allowed_ids, states_at
 from llmclients.embeddings import Embedder, EmbedderConfig, make_embedder
 from memcore.retry import commit_with_retry
 from memcore.stores import StoreConfig, open_store
@@ -80,12 +81,28 @@ class Memory:
         if user_id not in self.store.users():
             raise UnknownUser(f"no memories are stored for user {user_id!r}")
 
-    def retrieve(self, user_id: str, query: str, k: int | None = None, traverse: bool | None = None) -> EvidenceBundle:
+    def retrieve(self, user_id: str, query: str, k: int | None = None, traverse: bool | None = None,
+                 as_of: datetime | None = None, known_at: datetime | None = None) -> EvidenceBundle:
+        """Seeds + traversal with relational states; ``as_of`` (valid time) and ``known_at`` (recorded
+        time) answer from the memory as it was then (graph/timeline.py)."""
         cfg = self.retrieval.model_copy(update={k: v for k, v in {"k": k, "traverse": traverse}.items() if v is not None})
+        view = TimeView(as_of=as_of, known_at=known_at)
         t0 = time.perf_counter()
         qv = self.embedder.embed([query])[0]
         embed_ms = (time.perf_counter() - t0) * 1e3
-        bundle = retrieve(self.store, user_id, query, qv.tolist(), cfg)
+        if view.is_now:
+            bundle = retrieve(self.store, user_id, query, qv.tolist(), cfg)
+        else:
+            self.require_user(user_id)
+            snap = self.store.load_snapshot(user_id)
+            bundle = retrieve(self.store, user_id, query, qv.tolist(), cfg, now=view.evaluation_time(),
+                              allowed_ids=allowed_ids(snap.facts, view))
+            # retrieval derives states from the stored relations; the recorded-time view also hides the
+            # relations, retractions and resolutions recorded after known_at, so states come from the view
+            seen = states_at(snap, view, [i.fact.fact_id for i in bundle.items])
+            bundle.items = [i.model_copy(update={"fact": seen[i.fact.fact_id][0],
+                                                 "state": seen[i.fact.fact_id][1] if cfg.traverse else i.state})
+                            for i in bundle.items if i.fact.fact_id in seen]
         if not bundle.items:
             self.require_user(user_id)
         bundle.explain.timings_ms["embed"] = embed_ms

@@ -18,6 +18,7 @@ from fastapi import Depends, Header, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from graph.ids import validate_user_id
+from induction.redact import RedactConfig
 from memcore.memory import Memory
 from serving.cypher_route import CypherGate
 from serving.metrics import Metrics
@@ -72,6 +73,7 @@ class ApiDeps:
     # induction's Ingestor behind ``ingest``: the transfer route (/v1/state/external) runs external items
     # through its extractor and adjudicator on a scratch store. None: an offline one is made on demand.
     ingestor: Any | None = None
+    redact: RedactConfig = field(default_factory=RedactConfig)  # for /edits; sessions use the ingest config's
 
 
 def get_deps(request: Request) -> ApiDeps:

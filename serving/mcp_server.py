@@ -16,9 +16,9 @@ Who may reach which user (never another's memories):
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 from collections.abc import Awaitable, Callable
+from datetime import datetime
 from typing import Any, Literal, TypeVar
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -39,8 +39,6 @@ from serving.wire import (ConceptTree, CypherOut, FactHistoryOut, FactList, Forg
 
 T = TypeVar("T")
 Include = Literal["current", "superseded", "disputed", "expired", "retracted", "all"]
-# the profile view (issue 14 item 6) lives in memcore/profile.py: build_profile(memory, user_id) -> Profile
-PROFILE_MODULE = "memcore.profile"
 
 
 class McpSettings(BaseModel):
@@ -155,19 +153,20 @@ def build_mcp_server(deps: ApiDeps, settings: McpSettings | None = None) -> MCPS
     @mcp.tool(description="Search the user's memory: the most relevant facts plus the facts they replace or "
               "conflict with, each with its relational state, and the rendered context.", annotations=read_only)
     def search(query: str, ctx: Context, k: int | None = None, traverse: bool | None = None,
-               relational_states: bool | None = None, budget: int | None = None,
-               user_id: str | None = None) -> SearchOut:
+               relational_states: bool | None = None, budget: int | None = None, as_of: datetime | None = None,
+               known_at: datetime | None = None, user_id: str | None = None) -> SearchOut:
         uid = call(lambda: scope.user(ctx, user_id))
         body = call(lambda: SearchBody(query=query, k=k, traverse=traverse, relational_states=relational_states,
-                                       budget=budget))
+                                       budget=budget, as_of=as_of, known_at=known_at))
         return call(lambda: service.search(deps, uid, body))
 
     @mcp.tool(description="The Reasoning State for a request: which remembered facts to use or ignore, with "
               "what priority, and the rules that follow (aliases F1, F2, ... name the facts).",
               annotations=read_only)
-    def reasoning_state(query: str, ctx: Context, k: int | None = None, user_id: str | None = None) -> StateOut:
+    def reasoning_state(query: str, ctx: Context, k: int | None = None, as_of: datetime | None = None,
+                        known_at: datetime | None = None, user_id: str | None = None) -> StateOut:
         uid = call(lambda: scope.user(ctx, user_id))
-        body = call(lambda: QueryBody(query=query, k=k))
+        body = call(lambda: QueryBody(query=query, k=k, as_of=as_of, known_at=known_at))
         return call(lambda: service.reasoning_state(deps, uid, body))
 
     @mcp.tool(description="Answer a request with the user's memory (evidence, Reasoning State, answer model).",
@@ -179,12 +178,13 @@ def build_mcp_server(deps: ApiDeps, settings: McpSettings | None = None) -> MCPS
         return call(lambda: deps.pipeline.answer(uid, body.query, choices=body.choices, **body.overrides()))
 
     @mcp.tool(description="List the user's facts with their relational states, newest first. Current facts "
-              "only unless include names other validities (or 'all').", annotations=read_only)
-    def list_facts(ctx: Context, include: list[Include] | None = None, kind: str | None = None, limit: int = 100,
+              "only unless include adds other validities (or 'all'); as_of / known_at (ISO dates) show what was "
+              "true then / what memory knew then.", annotations=read_only)
+    def list_facts(ctx: Context, include: list[Include] | None = None, kind: str | None = None,
+                   as_of: datetime | None = None, known_at: datetime | None = None, limit: int = 100,
                    offset: int = 0, user_id: str | None = None) -> FactList:
         uid = call(lambda: scope.user(ctx, user_id))
-        wanted = None if include and "all" in include else (include or ["current"])
-        return call(lambda: service.list_facts(deps, uid, wanted, kind, limit, offset))
+        return call(lambda: service.list_facts(deps, uid, None, include, kind, as_of, known_at, limit, offset))
 
     @mcp.tool(description="A fact's history: its state, the facts it replaces or conflicts with, its evidence "
               "turns and every edit that touched it.", annotations=read_only)
@@ -247,15 +247,10 @@ def _concepts(deps: ApiDeps, user_id: str) -> ConceptTree:
 
 
 def profile_json(deps: ApiDeps, user_id: str) -> str:
-    """The profile view's JSON (PROFILE_MODULE's ``build_profile``), or a clear error where this build
-    does not have it yet."""
-    try:
-        mod = importlib.import_module(PROFILE_MODULE)
-    except ImportError as e:
-        raise ApiError(501, "The profile view is not available in this build; read "
-                       f"evomem://users/{user_id}/concepts for the concept tree.", "profile_not_available") from e
-    prof = mod.build_profile(deps.memory, user_id)
-    return prof.model_dump_json() if isinstance(prof, BaseModel) else json.dumps(prof, default=str)
+    """The profile view (memcore/profile.py, the same as GET /v1/users/{u}/profile and `evomem profile`)."""
+    from memcore.profile import build_profile
+
+    return build_profile(deps.memory, user_id).model_dump_json()
 
 
 class _BearerGate:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -46,6 +47,8 @@ class PipelineConfig(BaseModel):
     policy_prompt: str = Field(default="policy_v1", description="Prompt of a policy behind an endpoint (policy/prompts): "
                                "the one it was trained with. A checkpoint loaded in process brings its own.")
     policy_max_tokens: int = Field(default=512, ge=16, description="Reasoning State cap (paper: <= 512 tokens).")
+    as_of: datetime | None = Field(default=None, description="Valid time: answer from what was true at this date.")
+    known_at: datetime | None = Field(default=None, description="Recorded time: answer from what memory knew then.")
     on_policy_error: Literal["rule", "none", "raise"] = Field(
         default="rule", description="When a model policy's output does not parse: fall back to the rule baseline, "
         "answer without a state, or fail the request.")
@@ -119,7 +122,8 @@ class AnswerPipeline:
 
     # -- stages --
     def evidence(self, user_id: str, request: str, cfg: PipelineConfig) -> EvidenceBundle:
-        bundle = self.memory.retrieve(user_id, request, k=cfg.k, traverse=cfg.traverse)
+        bundle = self.memory.retrieve(user_id, request, k=cfg.k, traverse=cfg.traverse, as_of=cfg.as_of,
+                                      known_at=cfg.known_at)
         return bundle if cfg.relational_states else without_states(bundle)
 
     def reason(self, request: str, bundle: EvidenceBundle, cfg: PipelineConfig) -> _StateOutcome:

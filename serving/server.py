@@ -59,7 +59,7 @@ def build_deps(settings: MemorySettings, models: ModelsConfig, pipeline: Pipelin
         memory.close()
         raise
     return ApiDeps(memory=memory, pipeline=AnswerPipeline(memory, policy, answer_model, pipeline), settings=api,
-                   ingest=fn, ingestor=ingestor)
+                   ingest=fn, ingestor=ingestor, redact=(ingest_config or IngestConfig()).redact)
 
 
 def run_server(settings: MemorySettings, models: ModelsConfig, pipeline: PipelineConfig, api: ApiSettings, host: str, port: int,

@@ -10,14 +10,18 @@ induction/forget.py under the per-user lock).
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Iterable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from graph.edits import EditBatch, EditRejected
+from graph.models import utcnow
 from graph.render import render_context
 from graph.snapshot import Snapshot
+from graph.timeline import TimeView, parse_include, states_at
 from induction.forget import ForgetError, purge, retract
 from induction.history import UnknownFact, fact_history
+from induction.redact import redact_batch
 from llmclients.chat import ChatError
 from serving.cypher_route import cypher_body
 from serving.deps import ApiDeps
@@ -25,13 +29,10 @@ from serving.errors import FOREIGN_ID_RULES, id_conflict, model_error, sentence
 from serving.openai_wire import ApiError
 
 from serving.wire import (ConceptNode, ConceptTree, CypherOut, EditsOut, ExternalItemView, FactHistoryOut, FactList,
-                          ForgetOut, IngestOut, PurgeOut, SearchItem, SearchOut, StateOut, TransferOut)
+                          FactWithState, ForgetOut, IngestOut, PurgeOut, SearchItem, SearchOut, StateOut, TransferOut)
 
 if TYPE_CHECKING:  # the request bodies live with the routes, whose package imports this module
     from serving.routes.bodies import QueryBody, SearchBody, TransferBody
-
-VALIDITIES = ("current", "superseded", "disputed", "expired", "retracted")
-
 
 def require_user(deps: ApiDeps, user_id: str) -> str:
     """404 (UnknownUser) unless the user has memories."""
@@ -71,10 +72,11 @@ def ingest_session(deps: ApiDeps, user_id: str, session: dict[str, Any]) -> Inge
 def apply_edits(deps: ApiDeps, user_id: str, batch: EditBatch) -> EditsOut:
     if batch.user_id != user_id:
         raise ApiError(400, "The batch's user_id does not match the user in the path.", "user_mismatch", "user_id")
+    batch, redacted = redact_batch(batch, deps.redact)  # secrets never stored (induction/redact.py)
     _, cs = deps.memory.apply(batch)
     return EditsOut(user_id=user_id, version=cs.new_version, facts_created=[f.fact_id for f in cs.facts_create],
                     relations_added=len(cs.relations_add), concepts_upserted=len(cs.concepts_upsert),
-                    edit_ids=[e.edit_id for e in cs.edits_upsert])
+                    edit_ids=[e.edit_id for e in cs.edits_upsert], redacted=redacted)
 
 
 def forget_fact(deps: ApiDeps, user_id: str, fact_id: str, reason: str = "") -> ForgetOut:
@@ -103,10 +105,21 @@ def purge_user(deps: ApiDeps, user_id: str, confirm: bool, how: str = "repeat wi
 
 
 # -- reads --
+def facts_with_states(store: Any, user_id: str, view: TimeView | None = None) -> list[FactWithState]:
+    """Every fact of the user (visible in ``view``, default now) with its derived relational state,
+    newest first (graph/timeline.py derives them)."""
+    snap = store.load_snapshot(user_id)
+    out = [FactWithState(fact=f, state=st) for f, st in states_at(snap, view).values()]
+    out.sort(key=lambda x: ((x.fact.observed_at or x.fact.recorded_at or utcnow()).isoformat(), x.fact.fact_id),
+             reverse=True)
+    return out
+
+
 def search(deps: ApiDeps, user_id: str, body: SearchBody) -> SearchOut:
     """Evidence (seeds + relation closure) with relational states and the rendered context."""
     pipe = deps.pipeline
-    cfg = pipe.with_config(k=body.k, traverse=body.traverse, relational_states=body.relational_states)
+    cfg = pipe.with_config(k=body.k, traverse=body.traverse, relational_states=body.relational_states,
+                           **body.time_view())
     bundle = pipe.evidence(user_id, body.query, cfg)
     ctx = render_context(bundle, body.budget, with_state=cfg.relational_states)
     return SearchOut(user_id=user_id, query=body.query, context=ctx, explain=bundle.explain,
@@ -116,26 +129,27 @@ def search(deps: ApiDeps, user_id: str, body: SearchBody) -> SearchOut:
 
 def reasoning_state(deps: ApiDeps, user_id: str, body: QueryBody) -> StateOut:
     res = deps.pipeline.answer(user_id, body.query, generate=False, k=body.k, traverse=body.traverse,
-                               relational_states=body.relational_states)
+                               relational_states=body.relational_states, **body.time_view())
     return StateOut(user_id=user_id, request=body.query, policy=res.policy, reasoning_state=res.reasoning_state,
                     parsed=res.reasoning_state_parsed, fallback=res.policy_fallback,
                     aliases={e.alias: e.fact_id for e in res.evidence},
                     timings_ms={k: v for k, v in res.timings_ms.items() if k != "answer"})
 
 
-def list_facts(deps: ApiDeps, user_id: str, include: Collection[str] | None = ("current",), kind: str | None = None,
+def list_facts(deps: ApiDeps, user_id: str, validity: str | None = None, include: str | Iterable[str] | None = None,
+               kind: str | None = None, as_of: datetime | None = None, known_at: datetime | None = None,
                limit: int = 100, offset: int = 0) -> FactList:
-    """The user's facts with their states, newest first; ``include``: the validities to list (None: all)."""
-    from serving.routes.facts import facts_with_states  # the facts route's one home for "fact + state"
+    """The user's facts with their states, newest first: current ones only unless ``include`` names other
+    validities ('all' for every one) or ``validity`` asks for exactly one; ``as_of``/``known_at`` time-travel."""
 
-    unknown = sorted(set(include or ()) - set(VALIDITIES))
-    if unknown:
-        raise ApiError(400, f"Unknown validity {unknown[0]!r}; use some of {', '.join(VALIDITIES)}.",
-                       "invalid_include", "include")
     if limit > deps.settings.max_page:
         raise ApiError(422, f"The limit must be at most {deps.settings.max_page}.", "validation_error", "limit")
-    rows = [r for r in facts_with_states(deps.memory.store, user_id)
-            if (include is None or r.state.validity in include) and (kind is None or r.fact.kind == kind)]
+    try:
+        shown = frozenset([validity]) if validity is not None else parse_include(include)
+    except ValueError as e:
+        raise ApiError(422, sentence(str(e)), "validation_error", "include") from None
+    rows = [r for r in facts_with_states(deps.memory.store, user_id, TimeView(as_of=as_of, known_at=known_at))
+            if r.state.validity in shown and (kind is None or r.fact.kind == kind)]
     return FactList(user_id=user_id, total=len(rows), facts=rows[offset:offset + limit])
 
 

@@ -101,6 +101,7 @@ class EditsOut(BaseModel):
     relations_added: int
     concepts_upserted: int
     edit_ids: list[str]
+    redacted: dict[str, int] = Field(default_factory=dict, description="Secrets removed before storing, per kind.")
 
 
 class CypherOut(BaseModel):

@@ -63,6 +63,8 @@ def test_every_verb_sync(server: ServerProcess, model: FaultServer) -> None:
         assert ans.answer == "Lisbon, by the sea." and ans.evidence
         facts = mem.get_all()
         assert facts.total >= 1 and all(f.fact.user_id == "sara" for f in facts.facts)
+        assert {f.state.validity for f in facts.facts} == {"current"}  # current-only unless include= widens
+        assert mem.profile()["user_id"] == "sara"
         fid = lisbon.fact.fact_id
         assert mem.get(fid).fact.statement == lisbon.fact.statement and mem.get(fid).source_turns
         gone = mem.delete(fid, reason="moved again")
@@ -70,6 +72,8 @@ def test_every_verb_sync(server: ServerProcess, model: FaultServer) -> None:
         hist = mem.history(fid)
         assert "RETRACT" in {e.op for e in hist.edits} and hist.turns
         assert fid in {f.fact.fact_id for f in mem.get_all(validity="retracted").facts}
+        assert fid in {f.fact.fact_id for f in mem.get_all(include=["retracted"]).facts}
+        assert fid not in {f.fact.fact_id for f in mem.get_all().facts}
         rows = mem.cypher("MATCH (f:Fact) RETURN f.fact_id AS id")
         assert rows.rows and all(r["id"].startswith("sara::") for r in rows.rows)
         ext = mem.state_external("Suggest a dinner", [
@@ -91,7 +95,7 @@ def test_every_verb_async(server: ServerProcess) -> None:
             cello = next(i for i in hits.items if "cello" in i.fact.statement.lower())
             assert (await mem.state("What should I practise tonight?")).reasoning_state
             assert (await mem.answer("What do I play?")).answer
-            assert (await mem.get_all()).total >= 1
+            assert (await mem.get_all()).total >= 1 and (await mem.profile())["user_id"] == "maya"
             fid = cello.fact.fact_id
             assert (await mem.get(fid)).fact.fact_id == fid
             assert (await mem.forget(fid)).status == "retracted"

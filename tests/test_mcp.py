@@ -108,13 +108,16 @@ async def agent_session(client: Client, user: str | None) -> None:
 
     tree = json.loads((await client.read_resource("evomem://users/maya/concepts")).contents[0].text)
     assert tree["user_id"] == "maya" and tree["root"]["children"]
+    prof = json.loads((await client.read_resource("evomem://users/maya/profile")).contents[0].text)
+    assert prof["user_id"] == "maya" and prof["counts"]["retracted"] >= 1 and prof["concepts"]
 
     # never another user's memories: not by argument, not through a resource
     for tool, args in [("search", {"query": "peanuts"}), ("list_facts", {}), ("reasoning_state", {"query": "dinner"}),
                        ("forget", {"fact_id": "leo::f::1"}), ("cypher", {"query": "MATCH (f:Fact) RETURN f"})]:
         assert "may not access user 'leo'" in _error(await client.call_tool(tool, args | {"user_id": "leo"}))
-    with pytest.raises(Exception, match="may not access user 'leo'"):
-        await client.read_resource("evomem://users/leo/concepts")
+    for uri in ("evomem://users/leo/concepts", "evomem://users/leo/profile"):
+        with pytest.raises(Exception, match="may not access user 'leo'"):
+            await client.read_resource(uri)
 
 
 def test_mcp_stdio(store_args: list[str]) -> None:

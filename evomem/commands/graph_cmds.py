@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import tempfile
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ class RetrieveOptions(CommonOptions):
     k: int = Field(default=10, ge=1, description="Seed facts.")
     traverse: bool = Field(default=True, description="Follow SUPERSEDES/CONFLICTS_WITH to closure.")
     budget: int | None = Field(default=None, ge=1, description="Token budget for the rendered context.")
+    as_of: datetime | None = Field(default=None, description="Valid time (ISO date): what was true then.")
+    known_at: datetime | None = Field(default=None, description="Recorded time (ISO date): what memory knew then.")
 
 
 class CypherOptions(CommonOptions):
@@ -98,7 +101,7 @@ def cmd_retrieve(opts: RetrieveOptions) -> int:
     from graph.render import render_context
 
     mem = Memory.from_settings(opts.settings())
-    b = mem.retrieve(opts.user, opts.query, k=opts.k, traverse=opts.traverse)
+    b = mem.retrieve(opts.user, opts.query, k=opts.k, traverse=opts.traverse, as_of=opts.as_of, known_at=opts.known_at)
     ctx = render_context(b, opts.budget)
     mem.close()
     _print(opts, {"bundle": b.model_dump(mode="json"), "context": ctx.model_dump()},

@@ -113,6 +113,7 @@ def cmd_ingest(opts: IngestOptions) -> int:
     totals = {k: 0 for k in ("committed", "unchanged", "failed", "turns", "facts_added", "duplicates", "supersessions",
                              "conflicts", "concepts_created", "concepts_merged", "concepts_split", "llm_calls")}
     rejected: list[dict[str, str]] = []
+    redacted: dict[str, int] = {}  # secrets removed before storage, per kind (induction/redact.py)
     failures: list[str] = []
     reports = []
     t0 = time.perf_counter()
@@ -130,6 +131,8 @@ def cmd_ingest(opts: IngestOptions) -> int:
                   "concepts_merged", "concepts_split", "llm_calls"):
             totals[k] += getattr(r, k)
         rejected += [{"session": s.session_id, **x.model_dump()} for x in r.rejected]
+        for kind, n in r.redacted.items():
+            redacted[kind] = redacted.get(kind, 0) + n
         bar.set_postfix(facts=totals["facts_added"])
     secs = time.perf_counter() - t0
     mem.close()
@@ -138,7 +141,8 @@ def cmd_ingest(opts: IngestOptions) -> int:
            "sessions_per_s": round(done / secs, 3) if secs and done else 0.0,
            "facts_per_s": round(totals["facts_added"] / secs, 2) if secs else 0.0,
            "llm_calls_per_session": round(totals["llm_calls"] / done, 3) if done else 0.0,
-           "rejected": rejected, "failures": failures, "extractor": ing.extractor.name,
+           "rejected": rejected, "redacted": dict(sorted(redacted.items())), "failures": failures,
+           "extractor": ing.extractor.name,
            "adjudicator": ing.adjudicator.name}
 
     def text() -> str:
@@ -150,6 +154,9 @@ def cmd_ingest(opts: IngestOptions) -> int:
                  f"  concept edits: {totals['concepts_created']} created, {totals['concepts_merged']} merged, "
                  f"{totals['concepts_split']} split; LLM calls {totals['llm_calls']}",
                  f"  rejected items: {len(rejected)}"]
+        if redacted:
+            lines.insert(2, f"  secrets redacted before storage: {sum(redacted.values())} ("
+                         + ", ".join(f"{k} {n}" for k, n in sorted(redacted.items())) + ")")
         lines += [f"    [{x['step']}] {x['session']}: {x['item'][:60]} — {x['reason'][:120]}" for x in rejected[: opts.max_rejected]]
         lines += [f"  FAILED {m}" for m in failures]
         return "\n".join(lines)

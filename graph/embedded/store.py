@@ -308,6 +308,11 @@ class EmbeddedStore:
             rows = self._q(Q.FETCH_TURNS, {"u": user_id, "ids": list(turn_ids)})
         return [row_turn(dict(zip(("turn_id", "user_id", "session_id", "seq", "role", "text", "at"), r))) for r in rows]
 
+    def embeddings(self, user_id: str) -> dict[str, list[float]]:
+        with self._lock:
+            rows = self._q(Q.SEARCH_ROWS, {"u": user_id})
+        return {r[0]: np.frombuffer(r[2], dtype="<f4").tolist() for r in rows if r[2]}
+
     def edits(self, user_id: str) -> list[Edit]:
         with self._lock:
             return [self._edit(r) for r in self._q(Q.LOAD_EDITS, {"u": user_id})]

@@ -289,6 +289,10 @@ class Neo4jStore:
     def turns(self, user_id: str, turn_ids: Sequence[str]) -> list[Turn]:
         return [row_turn(r["t"]) for r in self._read(Q.FETCH_TURNS, u=user_id, ids=list(turn_ids))]
 
+    def embeddings(self, user_id: str) -> dict[str, list[float]]:
+        rows = self._read(Q.EMBEDDINGS, u=user_id)
+        return dict(zip(rows[0]["ids"], rows[0]["embs"])) if rows else {}
+
     def edits(self, user_id: str) -> list[Edit]:
         return [row_edit(r["e"]) for r in self._read(Q.LOAD_EDITS, u=user_id)]
 

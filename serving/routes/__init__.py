@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from serving.routes import answer, chat, cypher, facts, forget, history, ingest, ops, retrieval, transfer, users
+from serving.routes import (answer, chat, cypher, facts, forget, history, ingest, ops, profile, retrieval, transfer,
+                            users)
 
 ROUTERS: tuple[APIRouter, ...] = (ops.router, users.router, ingest.router, forget.router, history.router, facts.router,
-                                  retrieval.router, answer.router, transfer.router, cypher.router, chat.router)
+                                  retrieval.router, answer.router, transfer.router, cypher.router, chat.router,
+                                  profile.router)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -19,6 +20,11 @@ class QueryBody(BaseModel):
     k: int | None = Field(default=None, ge=1, le=200, description="Seed facts.")
     traverse: bool | None = Field(default=None, description="Follow SUPERSEDES/CONFLICTS_WITH (ablation when false).")
     relational_states: bool | None = Field(default=None, description="Show relational states (ablation when false).")
+    as_of: datetime | None = Field(default=None, description="Valid time (ISO 8601): what was true at this date.")
+    known_at: datetime | None = Field(default=None, description="Recorded time (ISO 8601): what memory knew then.")
+
+    def time_view(self) -> dict[str, Any]:
+        return {"as_of": self.as_of, "known_at": self.known_at}
 
 
 class SearchBody(QueryBody):
@@ -42,7 +48,8 @@ class AnswerBody(QueryBody):
     def overrides(self) -> dict[str, Any]:
         """The pipeline overrides this body asks for (None = the server's default)."""
         return {"k": self.k, "traverse": self.traverse, "relational_states": self.relational_states,
-                "reasoning_state": self.reasoning_state, "prompt": self.prompt, "max_answer_tokens": self.max_tokens}
+                "reasoning_state": self.reasoning_state, "prompt": self.prompt, "max_answer_tokens": self.max_tokens,
+                **self.time_view()}
 
 
 class ExplainBody(AnswerBody):

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
-from typing import Any
+from datetime import datetime
 
 from fastapi import APIRouter, Depends, Query
 
-from graph.models import utcnow
-from graph.rules import derive_state
+from serving import service
+from serving.service import facts_with_states
 from serving.deps import ApiDeps, existing, get_deps
 from serving.openai_wire import ApiError
 from serving.wire import FactDetail, FactList, FactWithState
@@ -16,34 +15,17 @@ from serving.wire import FactDetail, FactList, FactWithState
 router = APIRouter(tags=["facts"])
 
 
-def facts_with_states(store: Any, user_id: str) -> list[FactWithState]:
-    """Every fact of the user with its derived relational state (newest first)."""
-    snap = store.load_snapshot(user_id)
-    rels: dict[str, list[Any]] = defaultdict(list)
-    for r in snap.relations.values():
-        rels[r.src].append(r)
-        rels[r.dst].append(r)
-    now = utcnow()
-    out = [FactWithState(fact=f, state=derive_state(f, rels[fid], snap.facts,
-                                                    snap.concept_path(snap.fact_concept[fid])
-                                                    if fid in snap.fact_concept else (), now))
-           for fid, f in snap.facts.items()]
-    out.sort(key=lambda x: ((x.fact.observed_at or x.fact.recorded_at or utcnow()).isoformat(), x.fact.fact_id),
-             reverse=True)
-    return out
-
-
 @router.get("/v1/users/{user_id}/facts")
-def list_facts(validity: str | None = Query(default=None, description="current, superseded, disputed, expired, "
-                                            "retracted"),
+def list_facts(validity: str | None = Query(default=None, description="Only this validity: current, superseded, "
+                                            "disputed, expired, retracted (overrides include)."),
+               include: str | None = Query(default=None, description="Comma-separated validities to show besides "
+                                           "current: superseded, disputed, expired, retracted, or all."),
                kind: str | None = Query(default=None, description="Fact kind filter."),
+               as_of: datetime | None = Query(default=None, description="Valid time: states as they were then."),
+               known_at: datetime | None = Query(default=None, description="Recorded time: what memory knew then."),
                limit: int = Query(default=100, ge=1), offset: int = Query(default=0, ge=0),
                user_id: str = Depends(existing), deps: ApiDeps = Depends(get_deps)) -> FactList:
-    if limit > deps.settings.max_page:
-        raise ApiError(422, f"The limit must be at most {deps.settings.max_page}.", "validation_error", "limit")
-    rows = [r for r in facts_with_states(deps.memory.store, user_id)
-            if (validity is None or r.state.validity == validity) and (kind is None or r.fact.kind == kind)]
-    return FactList(user_id=user_id, total=len(rows), facts=rows[offset:offset + limit])
+    return service.list_facts(deps, user_id, validity, include, kind, as_of, known_at, limit, offset)
 
 
 @router.get("/v1/users/{user_id}/facts/{fact_id}")
