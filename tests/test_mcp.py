@@ -106,6 +106,11 @@ async def agent_session(client: Client, user: str | None) -> None:
     assert "confirm" in _error(await client.call_tool("purge", who | {"confirm": "yes"}))
     assert "could not be reached" in _error(await client.call_tool("answer", who | {"query": "Where should I go?"}))
 
+    ext = _data(await client.call_tool("reasoning_state_external", {"query": "What should I cook tonight?", "items": [
+        {"text": "I am vegetarian and I love Thai food.", "id": "other-1", "at": "2024-03-01T00:00:00"}]}))
+    assert ext["items"][0]["item_id"] == "other-1" and ext["items"][0]["fact_ids"] and ext["reasoning_state"]
+    assert not any(f.startswith("maya::") for f in ext["items"][0]["fact_ids"])  # a scratch store, not maya's
+
     tree = json.loads((await client.read_resource("evomem://users/maya/concepts")).contents[0].text)
     assert tree["user_id"] == "maya" and tree["root"]["children"]
     prof = json.loads((await client.read_resource("evomem://users/maya/profile")).contents[0].text)
