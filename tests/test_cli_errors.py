@@ -66,6 +66,7 @@ def _rows(store: Path, neo4j: str, locked: tuple[Path, int]) -> dict[str, tuple[
         "purge": (["purge", *s, "--user", "maya"], "pass --yes"),
         "history": (["history", *s, "--user", "maya", "no-such-fact"], "has no fact"),
         "serve": (["serve", *s], "no API key configured"),
+        "mcp": (["mcp", "--transport", "http", *s], "the HTTP transport needs an API key"),
         "serve-model": (["serve-model", "--model-path", str(store.parent / "no-weights"), "--port", "0"],
                         "no-weights"),
         "vllm-command": (["vllm-command", "--gpus", "0"], "gpus"),
