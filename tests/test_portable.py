@@ -222,3 +222,23 @@ def test_locomo_migration_embedded_to_neo4j_and_back(capsys: pytest.CaptureFixtu
         assert rc == rc2 == 0
         assert (tmp_path / f"{u}-a.jsonl").read_bytes() == (tmp_path / f"{u}-b.jsonl").read_bytes()
     _neo4j_store.wipe()
+
+
+def test_merge_adds_a_disjoint_file_and_refuses_a_clash(store: Any) -> None:
+    import_user(store, loads(_bob_file("bob::f::1")))
+    before = store.load_snapshot("bob")
+    other = _bob_file("bob::f::2").replace("bob::c::x", "bob::c::y")
+    with pytest.raises(ImportRefused, match="--merge"):
+        import_user(store, loads(other))
+    import_user(store, loads(other), mode="merge")
+    after = store.load_snapshot("bob")
+    assert set(after.facts) == {"bob::f::1", "bob::f::2"} and after.version == before.version + 1
+    assert sorted(e.seq for e in after.edits.values()) == list(range(len(after.edits)))  # the log stays a sequence
+    with pytest.raises(ImportRefused, match="already exist"):
+        import_user(store, loads(other), mode="merge")
+    assert store.load_snapshot("bob").version == after.version
+    # the merged memory exports and re-imports like any other
+    text = export_user(store, "bob")
+    store.purge_user("bob")
+    import_user(store, loads(text))
+    assert export_user(store, "bob") == text
