@@ -51,7 +51,7 @@ FORMAT = "evomem-export"
 FORMAT_VERSION = 1
 EMBEDDING_ENCODING = "float32-le-base64"
 RECORD_TYPES: tuple[str, ...] = ("session", "turn", "concept", "fact", "relation", "edit")
-ImportMode = Literal["new", "replace"]
+ImportMode = Literal["new", "replace", "merge"]
 
 
 class PortableError(ValueError):
@@ -295,10 +295,40 @@ def full_changeset(data: UserExport) -> ChangeSet:
     return cs
 
 
+def merged(current: Snapshot, data: UserExport) -> Snapshot:
+    """``current`` with everything of ``data`` added (``mode='merge'``): allowed only when no id of the
+    file exists in ``current`` (the root concept aside, which both share), so nothing is overwritten.
+    The file's edits follow the user's own in the audit log, their order kept, renumbered."""
+    s, d = current.clone(), data.snapshot
+    clash = sorted((set(d.concepts) - {d.root_id}) & set(s.concepts)) + sorted(set(d.facts) & set(s.facts)) \
+        + sorted(set(d.edits) & set(s.edits)) + sorted(d.turn_ids & s.turn_ids) + sorted(set(d.sessions) & set(s.sessions))
+    if clash:
+        raise ImportRefused(f"cannot merge: {len(clash)} id(s) of the file already exist for user {s.user_id!r} "
+                            f"(e.g. {', '.join(clash[:3])}); use --replace, or merge a file without them")
+    for cid, c in d.concepts.items():
+        if cid != d.root_id or cid not in s.concepts:
+            s.concepts[cid] = c
+    s.parent.update(d.parent)
+    s.fact_concept.update(d.fact_concept)
+    s.facts.update(d.facts)
+    s.relations.update(d.relations)
+    s.turn_ids |= d.turn_ids
+    s.sessions.update(d.sessions)
+    base = s.next_edit_seq
+    for i, e in enumerate(sorted(d.edits.values(), key=lambda e: (e.seq, e.edit_id))):
+        s.edits[e.edit_id] = e.model_copy(update={"seq": base + i})
+    try:
+        check_invariants(s)
+    except EditRejected as e:
+        raise ImportRefused(f"cannot merge: the result would be inconsistent: {e}") from None
+    return s
+
+
 def import_user(store: GraphStore, data: UserExport, mode: ImportMode = "new",
                 embed: Callable[[list[str]], list[list[float]]] | None = None) -> ChangeSet:
     """Write ``data`` as one commit. ``mode='new'`` refuses a user that exists in ``store``;
-    ``'replace'`` purges it first and, if the import then fails, writes the previous memory back.
+    ``'replace'`` purges it first and, if the import then fails, writes the previous memory back;
+    ``'merge'`` adds the file to the user's memory when no id clashes (see ``merged``).
     Facts without an embedding get one from ``embed`` when given."""
     u = data.snapshot.user_id
     missing = sorted(f for f in data.snapshot.facts if f not in data.embeddings)
@@ -308,9 +338,14 @@ def import_user(store: GraphStore, data: UserExport, mode: ImportMode = "new",
     cs = full_changeset(data)
     backup: UserExport | None = None
     if u in store.users():
+        if mode == "merge":  # one ordinary versioned commit on top of the user's memory
+            current = store.load_snapshot(u)
+            cs = diff(current, merged(current, data), data.turns, data.embeddings)
+            store.commit(cs)
+            return cs
         if mode != "replace":
             raise ImportRefused(f"user {u!r} already has memories in this store; import with --replace to "
-                                "overwrite them")
+                                "overwrite them, or --merge to add to them")
         backup = read_user(store, u)
         store.purge_user(u)
     try:

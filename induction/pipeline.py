@@ -97,18 +97,19 @@ class Ingestor:
     def ingest(self, session: Session) -> IngestReport:
         # Secrets are cut out first: the hash, the extractor, the stored turns and the report all see
         # the redacted session only (induction/redact.py).
-        session, redacted = redact_session(session, self.config.redact)
+        raw, (session, redacted) = session, redact_session(session, self.config.redact)
         with user_lock(self.memory.store, session.user_id):
-            report = self._ingest(session)
+            # a session stored before redaction existed carries the raw hash: still "unchanged"
+            report = self._ingest(session, raw.content_hash() if redacted else None)
         return report.model_copy(update={"redacted": redacted}) if redacted else report
 
-    def _ingest(self, session: Session) -> IngestReport:
+    def _ingest(self, session: Session, raw_digest: str | None = None) -> IngestReport:
         store, cfg = self.memory.store, self.config
         t: dict[str, float] = {}
         t0 = time.perf_counter()
         digest = session.content_hash()
         snap = store.load_snapshot(session.user_id)
-        if self._seen(snap, session, digest):
+        if self._seen(snap, session, digest, raw_digest):
             return IngestReport(session_id=session.session_id, user_id=session.user_id, status="unchanged",
                                 content_hash=digest, version=snap.version)
         t["load"] = _ms(t0)
@@ -127,7 +128,8 @@ class Ingestor:
 
         def attempt(snap: Snapshot, n: int) -> IngestReport:
             nonlocal calls
-            if n > 1 and self._seen(snap, session, digest):  # a concurrent writer committed this very session
+            # a concurrent writer committed this very session
+            if n > 1 and self._seen(snap, session, digest, raw_digest):
                 return IngestReport(session_id=session.session_id, user_id=session.user_id, status="unchanged",
                                     content_hash=digest, version=snap.version, llm_calls=calls)
             self.hook("resolve")
@@ -167,7 +169,7 @@ class Ingestor:
             raise IngestError(session.session_id, "concurrency", f"user {session.user_id!r} kept changing; "
                               f"gave up after {cfg.commit_retries} attempts") from None
 
-    def _seen(self, snap: Snapshot, session: Session, digest: str) -> bool:
+    def _seen(self, snap: Snapshot, session: Session, digest: str, raw_digest: str | None = None) -> bool:
         prev = snap.sessions.get(session.session_id)
         if prev is None:
             clash = sorted({tt.turn_id for tt in session.graph_turns()} & snap.turn_ids)
@@ -175,7 +177,7 @@ class Ingestor:
                 raise IngestError(session.session_id, "turn_conflict",
                                   f"turn ids already stored for user {session.user_id!r} by another session: {clash[:5]}")
             return False
-        if prev != digest:
+        if prev not in (digest, raw_digest):
             raise IngestError(session.session_id, "session_conflict",
                               f"already ingested for user {session.user_id!r} with different content "
                               f"(stored hash {prev[:12]}…, this one {digest[:12]}…); use a new session id")

@@ -17,6 +17,7 @@ import pytest
 from evomem.cli import main
 from graph.edits import AttachFact, CreateConcept, EditBatch
 from graph.models import Fact
+from graph.retrieval import RetrievalConfig
 from graph.portable import FORMAT_VERSION, ImportRefused, PortableError, export_user, import_user, loads
 from induction.forget import retract
 from llmclients.embeddings import HashEmbedder
@@ -184,18 +185,29 @@ def test_locomo_migration_embedded_to_neo4j_and_back(capsys: pytest.CaptureFixtu
     report = json.loads(out)["users"]
     assert report and all(r["verified"] for r in report) and sum(r["facts"] for r in report) > 50
     users = [r["user_id"] for r in report]
+    # Dense seeds + traversal + states: identical, item for item (ties broken by id, graph/vectors.py).
+    # The hybrid default also fuses each backend's own full-text engine (Python BM25 embedded, Lucene
+    # on Neo4j), which rank text hits differently whether or not anything was migrated; there every
+    # fact both return must carry the same state.
+    dense = RetrievalConfig(text_candidates=0)
     emb = Memory(EmbeddedStore(tmp_path / "emb"), HashEmbedder(384))
     neo = Memory(Neo4jStore(uri, embedding_dim=384), HashEmbedder(384))
     try:
-        compared = 0
+        compared, shared, union = 0, 0, 0
         for u in users:
             for q in QUESTIONS:
-                a, b = emb.retrieve(u, q, k=10), neo.retrieve(u, q, k=10)
-                got_a = [(i.fact.fact_id, i.state.model_dump()) for i in a.items]
-                got_b = [(i.fact.fact_id, i.state.model_dump()) for i in b.items]
-                assert got_a == got_b, (u, q)
-                compared += len(got_a)
-        assert compared > 0
+                emb.retrieval, neo.retrieval = dense, dense
+                got = [[(i.fact.fact_id, i.state.model_dump()) for i in m.retrieve(u, q, k=10).items]
+                       for m in (emb, neo)]
+                assert got[0] == got[1], (u, q)
+                compared += len(got[0])
+                emb.retrieval, neo.retrieval = RetrievalConfig(), RetrievalConfig()
+                a, b = ({i.fact.fact_id: i.state for i in m.retrieve(u, q, k=10).items} for m in (emb, neo))
+                assert all(a[f] == b[f] for f in set(a) & set(b)), (u, q)
+                shared, union = shared + len(set(a) & set(b)), union + len(set(a) | set(b))
+        # measured on conv-26: 80 dense items identical; hybrid lists share 55 of 107 facts (the two text
+        # engines rank differently), every shared fact with the same state
+        assert compared >= 10 * len(QUESTIONS) and shared >= 0.4 * union, (compared, shared, union)
     finally:
         emb.close()
         neo.close()
@@ -210,3 +222,23 @@ def test_locomo_migration_embedded_to_neo4j_and_back(capsys: pytest.CaptureFixtu
         assert rc == rc2 == 0
         assert (tmp_path / f"{u}-a.jsonl").read_bytes() == (tmp_path / f"{u}-b.jsonl").read_bytes()
     _neo4j_store.wipe()
+
+
+def test_merge_adds_a_disjoint_file_and_refuses_a_clash(store: Any) -> None:
+    import_user(store, loads(_bob_file("bob::f::1")))
+    before = store.load_snapshot("bob")
+    other = _bob_file("bob::f::2").replace("bob::c::x", "bob::c::y")
+    with pytest.raises(ImportRefused, match="--merge"):
+        import_user(store, loads(other))
+    import_user(store, loads(other), mode="merge")
+    after = store.load_snapshot("bob")
+    assert set(after.facts) == {"bob::f::1", "bob::f::2"} and after.version == before.version + 1
+    assert sorted(e.seq for e in after.edits.values()) == list(range(len(after.edits)))  # the log stays a sequence
+    with pytest.raises(ImportRefused, match="already exist"):
+        import_user(store, loads(other), mode="merge")
+    assert store.load_snapshot("bob").version == after.version
+    # the merged memory exports and re-imports like any other
+    text = export_user(store, "bob")
+    store.purge_user("bob")
+    import_user(store, loads(text))
+    assert export_user(store, "bob") == text

@@ -133,6 +133,18 @@ def test_raw_file_scan_would_find_an_unredacted_secret(tmp_path: Path) -> None:
     assert said <= set(leaks(raw_bytes(tmp_path / "plain")))
 
 
+def test_a_session_stored_before_redaction_is_still_unchanged(embedded_memory: Any) -> None:
+    """Re-ingesting a session that was stored unredacted (before this feature) is a no-op, not a conflict."""
+    from induction.config import IngestConfig
+    from induction.pipeline import make_ingestor
+    from induction.session import parse_session
+
+    s = parse_session(sessions("old")[0], source="test")
+    assert make_ingestor(embedded_memory, IngestConfig(redact=RedactConfig(enabled=False))).ingest(s).status == "committed"
+    again = make_ingestor(embedded_memory).ingest(s)
+    assert again.status == "unchanged" and sum(again.redacted.values()) >= 3
+
+
 def _dump_store(store: Any, users: list[str]) -> str:
     from graph.portable import export_user
 

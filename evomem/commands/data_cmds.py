@@ -72,6 +72,8 @@ class ImportOptions(CommonOptions):
     file: str = Field(**positional("An export file written by `evomem export`."))
     replace: bool = Field(default=False, description="Overwrite the user if it already has memories here "
                           "(its previous memory is written back if the import fails).")
+    merge: bool = Field(default=False, description="Add the file to the user's existing memory (refused if any id "
+                        "of the file exists there already).")
 
 
 class MigrateOptions(CommonOptions):
@@ -132,12 +134,14 @@ def cmd_import(opts: ImportOptions) -> int:
 
     store = _open_source(opts, dims.pop() if dims else None)
     try:
-        cs = import_user(store, data, "replace" if opts.replace else "new", embed)
+        if opts.replace and opts.merge:
+            raise UsageError("give --replace or --merge, not both")
+        cs = import_user(store, data, "replace" if opts.replace else "merge" if opts.merge else "new", embed)
     finally:
         store.close()
     u = data.snapshot.user_id
     out = {"user_id": u, "facts": len(cs.facts_create), "turns": len(cs.turns_create), "edits": len(cs.edits_upsert),
-           "version": cs.new_version, "replaced": bool(opts.replace)}
+           "version": cs.new_version, "replaced": bool(opts.replace), "merged": bool(opts.merge)}
     _print(opts, out, lambda: f"imported {u}: {out['facts']} facts, {out['turns']} turns, {out['edits']} edits "
            f"(version {cs.new_version})")
     return 0

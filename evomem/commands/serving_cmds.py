@@ -6,6 +6,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import sys
+from datetime import datetime
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
@@ -103,6 +104,8 @@ class AnswerOptions(ModelOptions):
     traverse: bool = Field(default=True, description="Follow relations (--no-traverse: seeds only, an ablation).")
     states: bool = Field(default=True, description="Show relational states (--no-states: the ablation).")
     reasoning_state: bool = Field(default=True, description="Use a Reasoning State (--no-reasoning-state: ablation).")
+    as_of: datetime | None = Field(default=None, description="Valid time (ISO date): answer from what was true then.")
+    known_at: datetime | None = Field(default=None, description="Recorded time (ISO date): from what memory knew then.")
 
 
 def cmd_serve_model(opts: ServeModelOptions) -> int:
@@ -162,7 +165,8 @@ def cmd_answer(opts: AnswerOptions) -> int:
     mem = Memory.from_settings(opts.settings())
     try:
         cfg = opts.pipeline_config().model_copy(update={"traverse": opts.traverse, "relational_states": opts.states,
-                                                        "reasoning_state": opts.reasoning_state})
+                                                        "reasoning_state": opts.reasoning_state,
+                                                        "as_of": opts.as_of, "known_at": opts.known_at})
         policy, answer_model = build_models(opts.models(), cfg)
         res = AnswerPipeline(mem, policy, answer_model, cfg).answer(opts.user, opts.request)
     finally:

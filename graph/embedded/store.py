@@ -35,6 +35,7 @@ from graph.serialize import (FACT_PROPS, concept_row, edit_row, fact_row, row_co
                              row_relation, row_turn, session_key, turn_key, turn_row)
 from graph.snapshot import ChangeSet, Snapshot, concept_path
 from graph.store import ConcurrentModification, PurgeSet, StoreError, StoreLocked, Subgraph
+from graph.vectors import top_k
 
 if TYPE_CHECKING:
     import ladybug
@@ -272,11 +273,7 @@ class EmbeddedStore:
             return []
         q = np.asarray(embedding, dtype=np.float32)
         q /= np.linalg.norm(q) + 1e-12
-        sims = idx.matrix @ q
-        k = min(k, len(sims))
-        top = np.argpartition(-sims, k - 1)[:k]
-        top = top[np.argsort(-sims[top])]
-        return [(idx.emb_ids[i], float(sims[i])) for i in top]
+        return top_k(idx.matrix @ q, idx.emb_ids, k)
 
     def text_search(self, user_id: str, query: str, k: int) -> list[tuple[str, float]]:
         idx = self._search_index(user_id)

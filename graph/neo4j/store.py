@@ -26,6 +26,7 @@ from graph.serialize import (concept_row, edit_row, fact_row, row_concept, row_e
                              row_turn, session_key, turn_key, turn_row)
 from graph.snapshot import ChangeSet, Snapshot
 from graph.store import ConcurrentModification, PurgeSet, StoreError, Subgraph
+from graph.vectors import top_k
 
 if TYPE_CHECKING:
     import neo4j
@@ -250,11 +251,7 @@ class Neo4jStore:
         if m is None or k <= 0:
             return []
         q = np.asarray(embedding, dtype=np.float32)
-        sims = m @ (q / (np.linalg.norm(q) + 1e-12))
-        k = min(k, len(sims))
-        top = np.argpartition(-sims, k - 1)[:k]
-        top = top[np.argsort(-sims[top])]
-        return [(ids[i], float(sims[i])) for i in top]
+        return top_k(m @ (q / (np.linalg.norm(q) + 1e-12)), ids, k)
 
     def text_search(self, user_id: str, query: str, k: int) -> list[tuple[str, float]]:
         q = lucene_query(query, user_id)
