@@ -273,9 +273,10 @@ class _BearerGate:
         await self.app(scope, receive, send)
 
 
-def http_app(mcp: MCPServer, deps: ApiDeps, path: str = "/mcp") -> Any:
-    """The streamable-HTTP ASGI app behind the key gate."""
-    return _BearerGate(mcp.streamable_http_app(streamable_http_path=path), deps)
+def http_app(mcp: MCPServer, deps: ApiDeps, path: str = "/mcp", host: str = "127.0.0.1") -> Any:
+    """The streamable-HTTP ASGI app behind the key gate. ``host``: the bind address; on loopback the SDK
+    turns on its DNS-rebinding protection (Host/Origin must be loopback), elsewhere the keys guard it."""
+    return _BearerGate(mcp.streamable_http_app(streamable_http_path=path, host=host), deps)
 
 
 def run_mcp(deps: ApiDeps, settings: McpSettings, transport: Literal["stdio", "http"], host: str = "127.0.0.1",
@@ -292,6 +293,6 @@ def run_mcp(deps: ApiDeps, settings: McpSettings, transport: Literal["stdio", "h
             print(f"evomem mcp: http://{host}:{port}{path}  store={getattr(deps.memory.store, 'name', '?')}  "
                   f"user={settings.user or '(per call)'}  auth={'on' if deps.settings.require_auth else 'OFF'}",
                   file=sys.stderr, flush=True)
-            uvicorn.run(http_app(mcp, deps, path), host=host, port=port, log_level=log_level, workers=1)
+            uvicorn.run(http_app(mcp, deps, path, host), host=host, port=port, log_level=log_level, workers=1)
     finally:
         deps.memory.close()
