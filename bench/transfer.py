@@ -13,7 +13,6 @@ extraction endpoint), like `evomem serve`; the default is the offline extractor 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path

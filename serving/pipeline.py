@@ -9,7 +9,7 @@ The pipeline never writes to the store.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from typing import Any, Literal
@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from graph.models import RelationalState
 from graph.render import render_context
-from graph.retrieval import EvidenceBundle, Explain
+from graph.retrieval import EvidenceBundle
 from llmclients.chat import ChatError, ChatMessage, ChatModel, ChatResult
 from llmclients.config import ModelEndpointConfig, ModelsConfig
 from llmclients.factory import make_chat_model

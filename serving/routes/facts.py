@@ -10,7 +10,7 @@ from serving import service
 from serving.service import facts_with_states
 from serving.deps import ApiDeps, existing, get_deps
 from serving.openai_wire import ApiError
-from serving.wire import FactDetail, FactList, FactWithState
+from serving.wire import FactDetail, FactList
 
 router = APIRouter(tags=["facts"])
 
