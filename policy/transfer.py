@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from graph.retrieval import EvidenceBundle, EvidenceItem
+from graph.retrieval import EvidenceBundle, EvidenceItem, Explain
 from induction.pipeline import IngestError, Ingestor
 from induction.session import Session, SessionTurn
 from memcore.memory import Memory
@@ -104,8 +104,8 @@ def induce_items(items: Sequence[ExternalItem], request: str, base: Ingestor, cf
         for n, i in enumerate(_order(items)):
             by_turn[f"x{n}-{_ID_SAFE.sub('_', ids[i])[:80]}"] = ids[i]
         if snap is None or not snap.facts:
-            empty = EvidenceBundle.model_validate({"user_id": SCRATCH_USER, "query": request, "items": [],
-                                                   "explain": {"query": request, "k": 0, "seeds": []}})
+            empty = EvidenceBundle(user_id=SCRATCH_USER, query=request, items=[],
+                                   explain=Explain(query=request, k=0, seeds=[], added_by_traversal=[]))
             return ScratchResult(bundle=empty, item_ids=ids, item_facts=item_facts, errors=errors)
         for fid, f in snap.facts.items():
             for t in f.source_turn_ids:

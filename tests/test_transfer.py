@@ -58,6 +58,14 @@ def test_bad_items_are_refused(embedded_memory: Any, items: list[ExternalItem], 
         external_state(items, "anything", make_ingestor(embedded_memory))
 
 
+def test_items_without_facts_give_no_state(embedded_memory: Any) -> None:
+    # what the offline extractor keeps nothing of (an assistant's filler): an empty bundle, no state
+    res = external_state([ExternalItem(text="I understand.", holder="assistant", id="a1")], "anything",
+                         make_ingestor(embedded_memory))
+    assert res.scratch.bundle.items == [] and res.state is None and res.fallback == "no evidence"
+    assert item_state(res.scratch, res.state) == {"a1": None}
+
+
 def test_order_is_time_then_given() -> None:
     items = [OTHER, NEW, OLD, OTHER.model_copy(update={"id": "mem-4"})]
     assert _order(items) == [2, 1, 0, 3]
