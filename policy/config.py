@@ -95,6 +95,12 @@ class TrainConfig(BaseModel):
     name: str = Field(default="grpo", description="Run name (metrics and plot titles).")
     output_dir: str = Field(default="runs/grpo", description="Checkpoints, metrics.jsonl, metrics.png, final adapter.")
     seed: int = Field(default=0, description="Seeds data generation, model init, sampling.")
+    num_threads: int = Field(default=1, ge=1, description="torch intra-op threads on CPU, fixed by the config (never "
+                             "read from OMP_NUM_THREADS): the thread count changes the order of float reductions, "
+                             "and over hundreds of sampled GRPO steps a last-bit difference grows into a different "
+                             "run. Same seed + same num_threads + same CPU = identical metrics.jsonl.")
+    deterministic: bool = Field(default=True, description="torch.use_deterministic_algorithms (warn-only): no "
+                                "nondeterministic kernels where a deterministic one exists.")
     model: ModelConfig = Field(default_factory=ModelConfig)
     lora: LoraSettings = Field(default_factory=LoraSettings)
     data: DataConfig = Field(default_factory=DataConfig)

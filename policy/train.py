@@ -240,6 +240,28 @@ def _set_seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def pin_determinism(cfg: TrainConfig) -> dict[str, Any]:
+    """Seeds, thread count and deterministic kernels from the config; returns what a rerun must match.
+
+    Measured (docs/design-notes.md): two runs of the demo with the same seed and thread count give
+    byte-identical metrics.jsonl, also under another PYTHONHASHSEED and a fresh HOME; one thread vs two
+    differs in the 7th digit of the first warm-up loss and the runs drift apart from there (sampled GRPO
+    amplifies it). A different CPU (another SIMD path in the BLAS) can do the same; the ``env`` row of
+    metrics.jsonl records what to compare."""
+    import platform
+
+    import torch
+
+    _set_seed(cfg.seed)
+    if cfg.use_cpu or not torch.cuda.is_available():
+        torch.set_num_threads(cfg.num_threads)
+    if cfg.deterministic:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    return {"seed": cfg.seed, "threads": torch.get_num_threads(), "deterministic": cfg.deterministic,
+            "torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "machine": platform.machine()}
+
+
 def build_policy_model(cfg: TrainConfig, data: Sequence[tuple[TrainingInstance, list[dict[str, str]]]], out: Path,
                        log: MetricsWriter | None = None) -> tuple[Any, Any, str]:
     """Tokenizer + model, after the format warm-up when configured. Returns (model, tokenizer, base path)
@@ -346,13 +368,12 @@ def prepare(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | 
     from trl import GRPOConfig, GRPOTrainer
 
     t_start = time.time()
-    _set_seed(cfg.seed)
-    if cfg.use_cpu:
-        torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
+    env = pin_determinism(cfg)
     out = Path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(cfg.model_dump_json(indent=2))
     writer = MetricsWriter(out / "metrics.jsonl")
+    writer.write({"phase": "env", **env})
     train_set, heldout = load_instances(cfg)
     answer, judge = build_answer_model(cfg)
     baseline = BaselineCache(out / "baseline_scores.jsonl")
