@@ -57,6 +57,9 @@ class AnswerModelSettings(BaseModel):
                                             "(policy/reader.py); chat: a ChatModel endpoint (vLLM serving Qwen3-8B).")
     endpoint: ModelEndpointConfig | None = Field(default=None, description="The answer model's endpoint (chat only); "
                                                  "timeout_s there bounds each call, and a timeout drops the sample.")
+    reader_ignored_weight: float = Field(default=0.0, ge=0, description="reader only: how much a fact the state "
+                                         "marks ignore counts against the options it supports (0 = reader-v1; "
+                                         "1 for instances from real retrieval, see policy/reader.py).")
     judge: ModelEndpointConfig | None = Field(default=None, description="LLM judge for judge-scored rows; None: those "
                                               "rows fall back to token F1.")
     max_tokens: int = Field(default=512, ge=1, description="Answer length cap (512 in the paper).")

@@ -127,10 +127,11 @@ def prompt_messages(inst: TrainingInstance, cfg: TrainConfig, count_tokens: Any 
 
 
 def build_answer_model(cfg: TrainConfig) -> tuple[AnswerModel, Judge | None]:
+    from policy.reader import AnswerReader
     from policy.rewards import ChatAnswerModel, ReaderAnswerModel
 
     if cfg.answer.kind == "reader":
-        return ReaderAnswerModel(), None
+        return ReaderAnswerModel(AnswerReader(cfg.answer.reader_ignored_weight)), None
     from llmclients.factory import make_chat_model
 
     assert cfg.answer.endpoint is not None  # the config validator guarantees it
