@@ -44,6 +44,9 @@ class DataConfig(BaseModel):
                        "eval_every steps to keep the best adapter in best/ (0 = no selection). Selection never "
                        "looks at the held-out set, so held-out numbers of best/ stay unbiased.")
     val_seed: int = Field(default=20_000, description="Seed of the in-memory validation set (differs from both).")
+    val_from_train: int = Field(default=0, ge=0, description="With train_path: hold out this many training "
+                                "instances (the last by a hash of their id) as the validation set instead of "
+                                "synthetic ones; they are not trained on.")
     prompt: str = Field(default="policy_v1", description="Prompt file in policy/prompts (versioned).")
     max_prompt_tokens: int = Field(default=8192, ge=64, description="Prompts over this (policy tokens) are shortened "
                                    "by dropping whole fact groups, then skipped.")
@@ -77,9 +80,12 @@ class WarmupSettings(BaseModel):
     steps: int = Field(default=0, ge=0, description="Format warm-up batches before GRPO (0 = off; tiny models only).")
     learning_rate: float = Field(default=3e-3, gt=0, description="Warm-up learning rate.")
     batch_size: int = Field(default=16, ge=1, description="Warm-up batch size.")
-    targets: Literal["subset", "all"] = Field(
+    targets: Literal["subset", "all", "answer-key"] = Field(
         default="subset", description="Warm-up targets: subset = 1-3 random facts in random order (teaches copying "
-        "a fact's handle); all = every fact in order. Use/ignore and priority are always random.")
+        "a fact's handle); all = every fact in order (use/ignore and priority random for both); answer-key = "
+        "full states correct by construction (policy/targets.py: the rule baseline's state where it is right, "
+        "else the best of a few corrections, picked with the training instance's answer key). With a "
+        "pretrained model and lora.enabled the warm-up trains the LoRA adapter that GRPO then continues.")
     subset_max: int = Field(default=3, ge=1, description="targets=subset: name 1..subset_max facts. 1 makes the "
                             "state a single pointer, the cleanest credit assignment for a tiny policy.")
     decisions: Literal["random", "use"] = Field(
@@ -169,7 +175,7 @@ class TrainConfig(BaseModel):
         if len({self.seed, self.data.eval_seed, self.data.val_seed}) < 3 and not self.data.train_path:
             raise ValueError("seed, data.eval_seed and data.val_seed must differ: held-out and validation "
                              "instances would repeat training ones")
-        if self.data.n_val and not self.eval_every:
+        if (self.data.n_val or self.data.val_from_train) and not self.eval_every:
             raise ValueError("data.n_val needs eval_every > 0 (validation runs at evaluation steps)")
         if self.model.source == "tiny" and self.warmup.steps == 0 and self.max_steps > 10:
             raise ValueError("a from-scratch tiny model needs warmup.steps > 0 to learn the format before GRPO")
