@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", default="grpo-cpu-smollm2", help="Training config (reader and reward settings).")
     ap.add_argument("--checkpoint", default=None, help="A trained policy folder (best/ or final/).")
     ap.add_argument("--limit", type=int, default=None, help="First N held-out rows.")
+    ap.add_argument("--max-new-tokens", type=int, default=None, help="Learned policy's cap (default: the config's "
+                    "max_completion_length).")
     ap.add_argument("--out", default=None, help="Write summary.json here.")
     ns = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -89,7 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     if ns.checkpoint:
         from policy.learned import LocalLearnedPolicy
 
-        pol = LocalLearnedPolicy.from_checkpoint(ns.checkpoint, temperature=0.0, max_new_tokens=cfg.max_completion_length)
+        pol = LocalLearnedPolicy.from_checkpoint(ns.checkpoint, temperature=0.0,
+                                                 max_new_tokens=ns.max_new_tokens or cfg.max_completion_length)
         texts, ms, parsed = [], [], []
         for i, rt in zip(insts, rule_texts):
             t0 = time.perf_counter()

@@ -123,3 +123,24 @@ def test_build_runs_ingest_and_retrieval_and_keeps_the_key_out_of_the_prompt(tmp
     small = {c.instance_id: c.split for c in memsyco_cases(MEMSYCO, ["objective_fact_judgment"], 5, 0.3, 0)}
     big = {c.instance_id: c.split for c in memsyco_cases(MEMSYCO, ["objective_fact_judgment"], 20, 0.3, 1)}
     assert all(big[k] == v for k, v in small.items())
+
+
+def test_validation_rows_are_set_aside_by_id_and_never_trained_on() -> None:
+    from policy.train import split_validation
+
+    insts = [PREF.model_copy(update={"instance_id": f"t:{k}"}) for k in range(20)]
+    train, val = split_validation(insts, 5)
+    assert len(val) == 5 and len(train) == 15 and not {i.instance_id for i in val} & {i.instance_id for i in train}
+    train2, val2 = split_validation(list(reversed(insts)), 5)  # file order does not matter
+    assert {i.instance_id for i in val2} == {i.instance_id for i in val}
+    assert split_validation(insts, 0) == (insts, [])
+
+
+def test_smollm2_config_loads_and_validation_needs_eval_steps() -> None:
+    from policy.config import load_config
+
+    cfg = load_config("grpo-cpu-smollm2")
+    assert cfg.model.source == "gguf" and cfg.lora.enabled and cfg.warmup.targets == "answer-key"
+    assert cfg.answer.reader_ignored_weight == 1.0 and cfg.data.prompt == "policy_v1" and cfg.num_threads == 1
+    with pytest.raises(ValueError, match="eval_every"):
+        load_config("grpo-cpu-smollm2", ["eval_every=0"])
