@@ -52,6 +52,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", default="grpo-cpu-smollm2", help="Training config (reader and reward settings).")
     ap.add_argument("--checkpoint", default=None, help="A trained policy folder (best/ or final/).")
     ap.add_argument("--limit", type=int, default=None, help="First N held-out rows.")
+    ap.add_argument("--per-family", type=int, default=None, help="First N held-out rows of each family (a small "
+                    "stratified sample where generation is slow).")
     ap.add_argument("--max-new-tokens", type=int, default=None, help="Learned policy's cap (default: the config's "
                     "max_completion_length).")
     ap.add_argument("--out", default=None, help="Write summary.json here.")
@@ -67,6 +69,15 @@ def main(argv: list[str] | None = None) -> int:
 
     cfg = load_config(ns.config)
     insts = read_instances(Path(ns.data) / "heldout.jsonl")[: ns.limit]
+    if ns.per_family:
+        seen: dict[str, int] = defaultdict(int)
+        keep = []
+        for i in insts:
+            fam = str(i.metadata.get("family", i.category))
+            seen[fam] += 1
+            if seen[fam] <= ns.per_family:
+                keep.append(i)
+        insts = keep
     fams = [str(i.metadata.get("family", i.category)) for i in insts]
     answer, judge = build_answer_model(cfg)
     cache = BaselineCache()
