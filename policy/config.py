@@ -175,6 +175,9 @@ class TrainConfig(BaseModel):
         if len({self.seed, self.data.eval_seed, self.data.val_seed}) < 3 and not self.data.train_path:
             raise ValueError("seed, data.eval_seed and data.val_seed must differ: held-out and validation "
                              "instances would repeat training ones")
+        if self.warmup.targets == "answer-key" and (self.model.source == "tiny" or not self.lora.enabled):
+            raise ValueError("warmup.targets=answer-key trains a LoRA adapter on a pretrained base (model.source "
+                             "gguf/hf/checkpoint with lora.enabled)")
         if (self.data.n_val or self.data.val_from_train) and not self.eval_every:
             raise ValueError("data.n_val needs eval_every > 0 (validation runs at evaluation steps)")
         if self.model.source == "tiny" and self.warmup.steps == 0 and self.max_steps > 10:

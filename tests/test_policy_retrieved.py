@@ -144,3 +144,5 @@ def test_smollm2_config_loads_and_validation_needs_eval_steps() -> None:
     assert cfg.answer.reader_ignored_weight == 1.0 and cfg.data.prompt == "policy_v1" and cfg.num_threads == 1
     with pytest.raises(ValueError, match="eval_every"):
         load_config("grpo-cpu-smollm2", ["eval_every=0"])
+    with pytest.raises(ValueError, match="answer-key"):
+        load_config("grpo-cpu-smollm2", ["lora.enabled=false"])
