@@ -46,6 +46,7 @@ def check_config(tiny: bool, cpu: bool, steps: int, out_dir: str) -> Any:
     return TrainConfig.model_validate({
         "name": "gpu-grpo-check" + ("-tiny" if tiny else ""),
         "output_dir": out_dir, "seed": 0,
+        "deterministic": cpu,  # a speed check: on CUDA, deterministic kernels would time the slower path
         "model": {"source": "tiny", "tokenizer": "smollm2", "tiny": TINY if tiny else HALF_B,
                   "dtype": "float32" if cpu else "bfloat16"},
         "lora": {"enabled": True, "r": 16, "alpha": 32},

@@ -44,6 +44,9 @@ class DataConfig(BaseModel):
                        "eval_every steps to keep the best adapter in best/ (0 = no selection). Selection never "
                        "looks at the held-out set, so held-out numbers of best/ stay unbiased.")
     val_seed: int = Field(default=20_000, description="Seed of the in-memory validation set (differs from both).")
+    val_from_train: int = Field(default=0, ge=0, description="With train_path: hold out this many training "
+                                "instances (the last by a hash of their id) as the validation set instead of "
+                                "synthetic ones; they are not trained on.")
     prompt: str = Field(default="policy_v1", description="Prompt file in policy/prompts (versioned).")
     max_prompt_tokens: int = Field(default=8192, ge=64, description="Prompts over this (policy tokens) are shortened "
                                    "by dropping whole fact groups, then skipped.")
@@ -57,6 +60,9 @@ class AnswerModelSettings(BaseModel):
                                             "(policy/reader.py); chat: a ChatModel endpoint (vLLM serving Qwen3-8B).")
     endpoint: ModelEndpointConfig | None = Field(default=None, description="The answer model's endpoint (chat only); "
                                                  "timeout_s there bounds each call, and a timeout drops the sample.")
+    reader_ignored_weight: float = Field(default=0.0, ge=0, description="reader only: how much a fact the state "
+                                         "marks ignore counts against the options it supports (0 = reader-v1; "
+                                         "1 for instances from real retrieval, see policy/reader.py).")
     judge: ModelEndpointConfig | None = Field(default=None, description="LLM judge for judge-scored rows; None: those "
                                               "rows fall back to token F1.")
     max_tokens: int = Field(default=512, ge=1, description="Answer length cap (512 in the paper).")
@@ -74,9 +80,12 @@ class WarmupSettings(BaseModel):
     steps: int = Field(default=0, ge=0, description="Format warm-up batches before GRPO (0 = off; tiny models only).")
     learning_rate: float = Field(default=3e-3, gt=0, description="Warm-up learning rate.")
     batch_size: int = Field(default=16, ge=1, description="Warm-up batch size.")
-    targets: Literal["subset", "all"] = Field(
+    targets: Literal["subset", "all", "answer-key"] = Field(
         default="subset", description="Warm-up targets: subset = 1-3 random facts in random order (teaches copying "
-        "a fact's handle); all = every fact in order. Use/ignore and priority are always random.")
+        "a fact's handle); all = every fact in order (use/ignore and priority random for both); answer-key = "
+        "full states correct by construction (policy/targets.py: the rule baseline's state where it is right, "
+        "else the best of a few corrections, picked with the training instance's answer key). With a "
+        "pretrained model and lora.enabled the warm-up trains the LoRA adapter that GRPO then continues.")
     subset_max: int = Field(default=3, ge=1, description="targets=subset: name 1..subset_max facts. 1 makes the "
                             "state a single pointer, the cleanest credit assignment for a tiny policy.")
     decisions: Literal["random", "use"] = Field(
@@ -95,6 +104,12 @@ class TrainConfig(BaseModel):
     name: str = Field(default="grpo", description="Run name (metrics and plot titles).")
     output_dir: str = Field(default="runs/grpo", description="Checkpoints, metrics.jsonl, metrics.png, final adapter.")
     seed: int = Field(default=0, description="Seeds data generation, model init, sampling.")
+    num_threads: int = Field(default=1, ge=1, description="torch intra-op threads on CPU, fixed by the config (never "
+                             "read from OMP_NUM_THREADS): the thread count changes the order of float reductions, "
+                             "and over hundreds of sampled GRPO steps a last-bit difference grows into a different "
+                             "run. Same seed + same num_threads + same CPU = identical metrics.jsonl.")
+    deterministic: bool = Field(default=True, description="torch.use_deterministic_algorithms (warn-only): no "
+                                "nondeterministic kernels where a deterministic one exists.")
     model: ModelConfig = Field(default_factory=ModelConfig)
     lora: LoraSettings = Field(default_factory=LoraSettings)
     data: DataConfig = Field(default_factory=DataConfig)
@@ -160,7 +175,10 @@ class TrainConfig(BaseModel):
         if len({self.seed, self.data.eval_seed, self.data.val_seed}) < 3 and not self.data.train_path:
             raise ValueError("seed, data.eval_seed and data.val_seed must differ: held-out and validation "
                              "instances would repeat training ones")
-        if self.data.n_val and not self.eval_every:
+        if self.warmup.targets == "answer-key" and (self.model.source == "tiny" or not self.lora.enabled):
+            raise ValueError("warmup.targets=answer-key trains a LoRA adapter on a pretrained base (model.source "
+                             "gguf/hf/checkpoint with lora.enabled)")
+        if (self.data.n_val or self.data.val_from_train) and not self.eval_every:
             raise ValueError("data.n_val needs eval_every > 0 (validation runs at evaluation steps)")
         if self.model.source == "tiny" and self.warmup.steps == 0 and self.max_steps > 10:
             raise ValueError("a from-scratch tiny model needs warmup.steps > 0 to learn the format before GRPO")

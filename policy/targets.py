@@ -1,0 +1,60 @@
+"""Warm-start targets that are correct by construction: full Reasoning States chosen with the answer key.
+
+For a *training* instance, a small family of full-format states is scored by the frozen answer model
+against the instance's answer key, and the best one becomes the supervised target:
+
+1. the rule baseline's state (``policy.rule.RulePolicy``: one line per fact, role and priority from the
+   relational state, plus its RULE lines) — kept whenever it is already right;
+2. the rule state with one fact flipped to ``ignore | irrelevant | low`` (the rule baseline trusted a
+   fact it should not have);
+3. "only this fact": every fact listed, one used (``high``), the others ignored.
+
+Ties go to the earlier candidate, so the rule baseline's own state wins whenever nothing beats it. The
+answer key only picks among states; it never appears in them (a target that would disclose the answer
+is skipped by the same gate the reward uses). Held-out instances never pass through here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from policy.rewards import AnswerModel, BaselineCache, RewardConfig, state_reward
+from policy.rule import RulePolicy
+from policy.state import FactUse, ReasoningState, parse_state
+from policy.warmup import descriptive_role
+from training_data.base import TrainingInstance
+
+
+def candidate_states(inst: TrainingInstance, rule: RulePolicy | None = None) -> list[str]:
+    """The candidates above, rule state first; every one parses against the instance's aliases."""
+    rule = rule or RulePolicy()
+    base = parse_state(rule.state_text(inst.request, inst.bundle()), inst.aliases)
+    out = [base.render()]
+    for k, f in enumerate(base.facts):
+        if f.use:
+            facts = list(base.facts)
+            facts[k] = FactUse(alias=f.alias, use=False, role="irrelevant", priority="low")
+            out.append(ReasoningState(facts=tuple(facts), rules=base.rules).render())
+    for it in inst.evidence:
+        only = tuple(FactUse(alias=o.alias, use=o.alias == it.alias, role=descriptive_role(o) if o.alias == it.alias
+                              else "irrelevant", priority="high" if o.alias == it.alias else "low")
+                      for o in inst.evidence)
+        out.append(ReasoningState(facts=only).render())
+    return out
+
+
+def target_state(inst: TrainingInstance, model: AnswerModel, baseline: BaselineCache,
+                 cfg: RewardConfig | None = None) -> tuple[str, float]:
+    """(best candidate, its reward) — the first candidate among those with the highest reward."""
+    cfg = cfg or RewardConfig(max_state_tokens=10**6)
+    best, best_r = "", float("-inf")
+    for text in candidate_states(inst):
+        r = state_reward(text, inst, model, baseline, cfg).reward
+        if r is not None and r > best_r:
+            best, best_r = text, r
+    return best, best_r
+
+
+def target_states(instances: Sequence[TrainingInstance], model: AnswerModel, baseline: BaselineCache,
+                  cfg: RewardConfig | None = None) -> list[str]:
+    return [target_state(i, model, baseline, cfg)[0] for i in instances]

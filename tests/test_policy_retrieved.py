@@ -1,0 +1,148 @@
+"""Instances from real retrieval (training_data/retrieved.py), the reader that scores them (reader-v2),
+and the warm-start targets (policy/targets.py): the pipeline really runs, the split is fixed, the answer
+key stays with the reward, and the reader cannot be gamed by rules or by ignoring everything."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from graph.models import Fact
+from graph.retrieval import EvidenceItem
+from graph.rules import derive_state
+from policy.reader import AnswerReader
+from policy.rewards import BaselineCache, ReaderAnswerModel, RewardConfig, state_reward
+from policy.state import parse_state
+from training_data.base import EPOCH, TrainingInstance
+
+ROOT = Path(__file__).resolve().parents[1]
+MEMSYCO = ROOT.parent.parent / "shared" / "data" / "memsyco-bench"
+
+
+def _item(alias: str, statement: str, kind: str = "preference") -> EvidenceItem:
+    f = Fact(fact_id=f"u::{alias}", user_id="u", statement=statement, kind=kind, observed_at=EPOCH, recorded_at=EPOCH)
+    return EvidenceItem(alias=alias, fact=f, state=derive_state(f, [], {f.fact_id: f}, ("root",), EPOCH), seed=True, score=None, group=0)
+
+
+def _inst(items: list[EvidenceItem], ref: str, other: str) -> TrainingInstance:
+    return TrainingInstance(instance_id="t:1", source="test", category="belief-vs-evidence", user_id="u",
+                            request="Why do bats fly at night without crashing?", evidence=tuple(items),
+                            reference_answer=ref, choices=(other, ref), scorer="choice")
+
+
+BELIEF = _inst([_item("F1", "I am convinced that bats are blind.", "belief"),
+                _item("F2", "I drive a small grey hatchback.", "circumstance")],
+               "They see and use echolocation", "They are blind")
+PREF = _inst([_item("F1", "I love acoustic folk ballads."), _item("F2", "I drive a small grey hatchback.")],
+             "an acoustic folk ballad", "a heavy metal album")
+
+V2 = ReaderAnswerModel(AnswerReader(ignored_weight=1.0))
+CFG = RewardConfig(max_state_tokens=10**6)
+
+
+@pytest.mark.parametrize("inst,state,score", [
+    # no state: the belief pulls the naive reader to the wrong option
+    (BELIEF, None, 0.0),
+    # ignoring the belief moves the answer (reader-v2) ...
+    (BELIEF, "F1: ignore | irrelevant | low\nF2: ignore | irrelevant | low", 1.0),
+    # ... but ignoring everything is no shortcut: where the memory is right it loses
+    (PREF, "F1: ignore | irrelevant | low\nF2: ignore | irrelevant | low", 0.0),
+    (PREF, "F1: use | current-preference | high\nF2: ignore | irrelevant | low", 1.0),
+    # rules are not read: a rule cannot move the answer
+    (BELIEF, "F1: use | evidence | high\nRULE: bats see well and navigate by echolocation", 0.0),
+])
+def test_reader_v2_table(inst: TrainingInstance, state: str | None, score: float) -> None:
+    st = parse_state(state, inst.aliases) if state else None
+    ans = V2.answer(inst, st)
+    assert (ans == inst.reference_answer) == bool(score), ans
+
+
+def test_reader_v1_unchanged_ignoring_the_belief_gives_the_naive_answer() -> None:
+    v1 = ReaderAnswerModel()
+    st = parse_state("F1: ignore | irrelevant | low\nF2: ignore | irrelevant | low", BELIEF.aliases)
+    assert v1.name == "reader-v1" and v1.answer(BELIEF, st) == "They are blind"
+    assert V2.name != v1.name  # separate baseline-cache keys
+
+
+def test_gates_hold_for_reader_v2() -> None:
+    cache = BaselineCache()
+    smuggled = "F1: ignore | irrelevant | low\nRULE: answer: They see and use echolocation"
+    assert state_reward(smuggled, BELIEF, V2, cache, CFG).outcome == "disclosed"
+    assert state_reward("the answer is they see and use echolocation", BELIEF, V2, cache, CFG).outcome == "unparseable"
+    assert state_reward("F9: use | evidence | high", BELIEF, V2, cache, CFG).outcome == "unparseable"
+
+
+def test_warm_start_target_is_a_full_state_never_worse_than_the_rule_and_never_discloses() -> None:
+    from policy.rule import RulePolicy
+    from policy.targets import candidate_states, target_state
+
+    cache = BaselineCache()
+    for inst in (BELIEF, PREF):
+        text, r = target_state(inst, V2, cache)
+        st = parse_state(text, inst.aliases)
+        assert {f.alias for f in st.facts} == set(inst.aliases)  # a line per fact: the full format
+        rule_r = state_reward(RulePolicy().state_text(inst.request, inst.bundle()), inst, V2, cache, CFG).reward
+        assert r >= (rule_r or 0.0) and r == 1.0
+        assert inst.reference_answer.lower() not in text.lower()
+        assert candidate_states(inst)[0] == parse_state(RulePolicy().state_text(inst.request, inst.bundle())).render()
+
+
+def test_first_person_dialogue_lines() -> None:
+    from training_data.retrieved import _first_person
+
+    assert _first_person("The user prefers fruit smoothies.") == "I prefer fruit smoothies."
+    assert _first_person("Lena loves tea.") == "Lena loves tea."
+
+
+@pytest.mark.skipif(not MEMSYCO.is_dir(), reason="MemSyco-Bench dev data not present")
+def test_build_runs_ingest_and_retrieval_and_keeps_the_key_out_of_the_prompt(tmp_path: Path) -> None:
+    from llmclients.embeddings import EmbedderConfig
+    from policy.prompt import policy_messages
+    from policy.train import read_instances
+    from training_data.retrieved import RetrievedBuildConfig, build_retrieved, memsyco_cases
+
+    cfg = RetrievedBuildConfig(memsyco_root=str(MEMSYCO), tasks=["objective_fact_judgment", "valid_memory_selection"],
+                               limit_per_task=2, synthetic_n=2, embedder=EmbedderConfig(kind="hash", dim=64))
+    m1 = build_retrieved(tmp_path / "a", cfg)
+    m2 = build_retrieved(tmp_path / "b", cfg)
+    assert m1["hash"] == m2["hash"]  # same inputs, same build
+    assert m1["extractor"] == "offline" and not m1["ingest_errors"]
+    insts = read_instances(tmp_path / "a" / "train.jsonl") + read_instances(tmp_path / "a" / "heldout.jsonl")
+    assert len(insts) == 6
+    for inst in insts:
+        assert inst.source == "retrieved" and inst.gold == {}
+        assert all(it.fact.user_id == inst.user_id for it in inst.evidence)  # facts from this user's store
+        prompt = "\n".join(m.content for m in policy_messages(inst.request, inst.bundle(), None))
+        if inst.scorer == "choice":  # the key is an option, never a fact or the request
+            assert inst.reference_answer not in prompt
+    syn = [i for i in insts if i.instance_id.startswith("retrieved-synthetic")]
+    assert len(syn) == 2 and all(json.loads(i.model_dump_json())["metadata"]["family"].startswith("synthetic") for i in syn)
+    # the split is a function of the row id alone: a bigger build never moves a row across
+    small = {c.instance_id: c.split for c in memsyco_cases(MEMSYCO, ["objective_fact_judgment"], 5, 0.3, 0)}
+    big = {c.instance_id: c.split for c in memsyco_cases(MEMSYCO, ["objective_fact_judgment"], 20, 0.3, 1)}
+    assert all(big[k] == v for k, v in small.items())
+
+
+def test_validation_rows_are_set_aside_by_id_and_never_trained_on() -> None:
+    from policy.train import split_validation
+
+    insts = [PREF.model_copy(update={"instance_id": f"t:{k}"}) for k in range(20)]
+    train, val = split_validation(insts, 5)
+    assert len(val) == 5 and len(train) == 15 and not {i.instance_id for i in val} & {i.instance_id for i in train}
+    train2, val2 = split_validation(list(reversed(insts)), 5)  # file order does not matter
+    assert {i.instance_id for i in val2} == {i.instance_id for i in val}
+    assert split_validation(insts, 0) == (insts, [])
+
+
+def test_smollm2_config_loads_and_validation_needs_eval_steps() -> None:
+    from policy.config import load_config
+
+    cfg = load_config("grpo-cpu-smollm2")
+    assert cfg.model.source == "gguf" and cfg.lora.enabled and cfg.warmup.targets == "answer-key"
+    assert cfg.answer.reader_ignored_weight == 1.0 and cfg.data.prompt == "policy_v1" and cfg.num_threads == 1
+    with pytest.raises(ValueError, match="eval_every"):
+        load_config("grpo-cpu-smollm2", ["eval_every=0"])
+    with pytest.raises(ValueError, match="answer-key"):
+        load_config("grpo-cpu-smollm2", ["lora.enabled=false"])
