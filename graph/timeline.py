@@ -14,7 +14,8 @@ Two timelines, both pure functions over stored values (no I/O):
 
 Both may be combined (what the memory knew at ``known_at`` about ``as_of``). States are derived with
 ``graph.rules.derive_state`` at the view's evaluation time, so expiry by ``valid_to`` follows too.
-Concept placement is the current one (merges and splits are not replayed).
+Concept placement is the current one (merges and splits are not replayed), and an undone edit is
+gone from the view at every date (undo removes what it reverts; the Edit log still shows both).
 """
 
 from __future__ import annotations

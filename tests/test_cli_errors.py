@@ -75,6 +75,12 @@ def _rows(store: Path, neo4j: str, locked: tuple[Path, int]) -> dict[str, tuple[
         "build-data": (["build-data", "--out", str(store.parent / "d"), "--synthetic-n", "0", "--memsyco-root",
                         str(store.parent / "no-memsyco")], "no-memsyco"),
         "train-policy": (["train-policy", "--config", "grpo-qwen3-4b"], "run `evomem build-data --out data/policy` first"),
+        "export": (["export", *s, "--user", "ghost", "--out", str(store.parent / "ghost.jsonl")],
+                   "no memories are stored for user 'ghost'"),
+        "import": (["import", *s, str(store.parent / "missing-export.jsonl")], "missing-export.jsonl"),
+        "migrate": (["migrate", *s, "--to", "ftp://somewhere"], "give neo4j://host:port"),
+        "profile": (["profile", *s, "--user", "ghost"], "no memories are stored for user 'ghost'"),
+        "facts": (["facts", *s, "--user", "maya", "--include", "bogus"], "unknown include value"),
         "eval": (["eval", "locomo", "--data", str(store.parent / "no-locomo"), "--embedder", "hash", "--no-progress"],
                  "no-locomo"),
     }

@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 import pytest
-from servers import start_api_server
+from servers import free_port, start_api_server
 
 from evomem.cli import main
 from induction.redact import RedactConfig, RedactionPattern, iban_ok, luhn_ok, redact_text
@@ -186,7 +186,9 @@ def test_canaries_reach_no_store_log_or_response(backend: str, request: pytest.F
     assert "[REDACTED:api_key]" in seen[-2]  # the export holds the placeholder, the memory itself survives
     seen += [r.getMessage() for r in caplog.records]
     # 2. HTTP, a real `evomem serve` on 127.0.0.1 with debug logging
-    api = start_api_server(tmp_path, tmp_path / "http-store", None, None, api_key="canary-key-0123456789",
+    # an answer URL where nothing listens: no answer model loads (no route used here generates an answer)
+    api = start_api_server(tmp_path, tmp_path / "http-store", f"http://127.0.0.1:{free_port()}/v1", "none",
+                           api_key="canary-key-0123456789",
                            extra_args=[*http_store, "--log-level", "debug"])
     try:
         with httpx.Client(base_url=api.url, headers=api.headers, timeout=60) as c:
