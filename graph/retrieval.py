@@ -84,9 +84,12 @@ def rrf_fuse(lists: Sequence[Sequence[tuple[str, float]]], k: int, rrf_k: int = 
 
 
 def seed_search(store: GraphStore, user_id: str, query: str, query_embedding: Sequence[float] | None,
-                cfg: RetrievalConfig) -> list[SeedHit]:
+                cfg: RetrievalConfig, allowed_ids: frozenset[str] | None = None) -> list[SeedHit]:
     dense = store.vector_search(user_id, query_embedding, cfg.dense_candidates) if query_embedding is not None else []
     text = store.text_search(user_id, query, cfg.text_candidates) if cfg.text_candidates else []
+    if allowed_ids is not None:
+        dense = [h for h in dense if h[0] in allowed_ids]
+        text = [h for h in text if h[0] in allowed_ids]
     fused = rrf_fuse([dense, text], cfg.k, cfg.rrf_k)
     d_rank = {f: (i + 1, s) for i, (f, s) in enumerate(dense)}
     t_rank = {f: (i + 1, s) for i, (f, s) in enumerate(text)}
@@ -95,14 +98,26 @@ def seed_search(store: GraphStore, user_id: str, query: str, query_embedding: Se
             for f, s in fused]
 
 
-def traverse(store: GraphStore, user_id: str, seed_ids: Sequence[str], cfg: RetrievalConfig) -> tuple[Subgraph, int, bool]:
+def restrict(sub: Subgraph, allowed_ids: frozenset[str] | None) -> Subgraph:
+    """The part of ``sub`` inside ``allowed_ids`` (time travel: what was known then); relations with an
+    end outside are dropped, so neither traversal nor state derivation sees them."""
+    if allowed_ids is None:
+        return sub
+    facts = {f: v for f, v in sub.facts.items() if f in allowed_ids}
+    return Subgraph(facts=facts, relations=[r for r in sub.relations if r.src in allowed_ids and r.dst in allowed_ids],
+                    concept_of={f: c for f, c in sub.concept_of.items() if f in facts},
+                    concept_paths={f: p for f, p in sub.concept_paths.items() if f in facts})
+
+
+def traverse(store: GraphStore, user_id: str, seed_ids: Sequence[str], cfg: RetrievalConfig,
+             allowed_ids: frozenset[str] | None = None) -> tuple[Subgraph, int, bool]:
     """Closure of ``seed_ids`` under SUPERSEDES/CONFLICTS_WITH (both directions), with a cap.
 
     Returns the fetched subgraph, the number of fetch rounds and whether the cap stopped it.
     Each round fetches everything within ``max_hops``; a fetched relation whose other end is
     still missing means the closure is not done yet, so we go again from the whole set.
     """
-    sub = store.fetch(user_id, list(seed_ids), hops=cfg.max_hops if seed_ids else 0)
+    sub = restrict(store.fetch(user_id, list(seed_ids), hops=cfg.max_hops if seed_ids else 0), allowed_ids)
     rounds, capped = 1, False
     while True:
         missing = {e for r in sub.relations for e in (r.src, r.dst)} - set(sub.facts)
@@ -111,7 +126,7 @@ def traverse(store: GraphStore, user_id: str, seed_ids: Sequence[str], cfg: Retr
         if len(sub.facts) >= cfg.max_facts:
             capped = True
             break
-        sub = store.fetch(user_id, sorted(set(sub.facts) | missing), hops=cfg.max_hops)
+        sub = restrict(store.fetch(user_id, sorted(set(sub.facts) | missing), hops=cfg.max_hops), allowed_ids)
         rounds += 1
     return sub, rounds, capped or len(sub.facts) > cfg.max_facts
 
@@ -144,17 +159,20 @@ def _time_key(f: Fact) -> tuple[str, str]:
 
 
 def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Sequence[float] | None,
-             cfg: RetrievalConfig | None = None, now: datetime | None = None) -> EvidenceBundle:
+             cfg: RetrievalConfig | None = None, now: datetime | None = None,
+             allowed_ids: frozenset[str] | None = None) -> EvidenceBundle:
+    """``allowed_ids`` (time travel): when given, seeds, traversal and the relations used to derive
+    states are all restricted to these fact ids; ``now`` is the instant states are derived at (expiry)."""
     cfg = cfg or RetrievalConfig()
     now = now or utcnow()
     t0 = time.perf_counter()
-    seeds = seed_search(store, user_id, query, query_embedding, cfg)
+    seeds = seed_search(store, user_id, query, query_embedding, cfg, allowed_ids)
     t1 = time.perf_counter()
     seed_ids = [s.fact_id for s in seeds]
     if cfg.traverse:
-        sub, rounds, capped = traverse(store, user_id, seed_ids, cfg)
+        sub, rounds, capped = traverse(store, user_id, seed_ids, cfg, allowed_ids)
     else:
-        sub, rounds, capped = store.fetch(user_id, seed_ids), 0, False
+        sub, rounds, capped = restrict(store.fetch(user_id, seed_ids), allowed_ids), 0, False
     t2 = time.perf_counter()
     seed_score = {s.fact_id: s.score for s in seeds}
     ids = [i for i in seed_ids if i in sub.facts] + sorted(i for i in sub.facts if i not in seed_score)

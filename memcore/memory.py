@@ -80,12 +80,15 @@ class Memory:
         if user_id not in self.store.users():
             raise UnknownUser(f"no memories are stored for user {user_id!r}")
 
-    def retrieve(self, user_id: str, query: str, k: int | None = None, traverse: bool | None = None) -> EvidenceBundle:
+    def retrieve(self, user_id: str, query: str, k: int | None = None, traverse: bool | None = None,
+                 allowed_ids: frozenset[str] | None = None, now: datetime | None = None) -> EvidenceBundle:
+        """``allowed_ids`` restricts seeds, traversal and state derivation to those facts (time travel);
+        ``now`` is when states are derived (expiry); both as in ``graph.retrieval.retrieve``."""
         cfg = self.retrieval.model_copy(update={k: v for k, v in {"k": k, "traverse": traverse}.items() if v is not None})
         t0 = time.perf_counter()
         qv = self.embedder.embed([query])[0]
         embed_ms = (time.perf_counter() - t0) * 1e3
-        bundle = retrieve(self.store, user_id, query, qv.tolist(), cfg)
+        bundle = retrieve(self.store, user_id, query, qv.tolist(), cfg, now=now, allowed_ids=allowed_ids)
         if not bundle.items:
             self.require_user(user_id)
         bundle.explain.timings_ms["embed"] = embed_ms
