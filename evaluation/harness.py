@@ -73,6 +73,8 @@ class HarnessConfig(BaseModel):
     baseline_k: int | None = Field(default=None, ge=1, description="Turns per question for the K baselines (None = k).")
     baselines: tuple[BaselineName, ...] = Field(default=BASELINES, description="Turn baselines to run alongside.")
     ablations: bool = Field(default=True, description="Also score the ablations (no_reasoning_state only with answers and a policy).")
+    route_ablations: bool = Field(default=True, description="Also score each seed route left out in turn "
+                                  "(no_route_<name>), so every route's contribution shows in the same run.")
     retrieval: RetrievalConfig | None = Field(default=None, description="Seed-search settings for this run (dense/text "
                                               "candidates, RRF k, traversal caps); None = the Memory's own.")
     rrf_k: int = Field(default=60, ge=1, description="RRF constant of the fused turn baseline.")
@@ -303,6 +305,11 @@ class Harness:
                                                                     full.state_tokens)
             else:
                 rec.outcomes["no_relational_states"] = full.model_copy()
+            if cfg.route_ablations:
+                routes = tuple(self.memory.retrieval.routes)
+                for r in routes:
+                    b, ms3 = self._retrieve(ep.user_id, q.question, traverse=None, routes=tuple(x for x in routes if x != r))
+                    rec.outcomes[f"no_route_{r}"] = fact_outcome(b, True, embed_ms + ms3, full.state_tokens)
             if self.answers is not None and self.policy is not None:
                 # Its retrieval is ours by construction; only the graded answer (without a state) is a
                 # measurement, so without answers it would be a copy of the full run: not reported.
@@ -321,10 +328,11 @@ class Harness:
         self.primed.primed = {}
         return rec
 
-    def _retrieve(self, user_id: str, query: str, traverse: bool | None) -> tuple[EvidenceBundle | None, float]:
+    def _retrieve(self, user_id: str, query: str, traverse: bool | None,
+                  routes: tuple[str, ...] | None = None) -> tuple[EvidenceBundle | None, float]:
         t0 = time.perf_counter()
         try:
-            bundle = self.memory.retrieve(user_id, query, k=self.cfg.k, traverse=traverse)
+            bundle = self.memory.retrieve(user_id, query, k=self.cfg.k, traverse=traverse, routes=routes)
         except StoreError:  # e.g. every session of this user failed to ingest: nothing stored
             bundle = None
         return bundle, (time.perf_counter() - t0) * 1e3

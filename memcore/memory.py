@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from graph.edits import AttachFact, EditBatch, apply_batch, undo
 from graph.retrieval import EvidenceBundle, RetrievalConfig, retrieve
+from graph.routes.index import RouteIndexCache
 from graph.snapshot import ChangeSet, Snapshot
 from graph.store import GraphStore, UnknownUser
 from llmclients.embeddings import Embedder, EmbedderConfig, make_embedder
@@ -37,6 +38,9 @@ class Memory:
         self.store, self.embedder = store, embedder
         self.retrieval = retrieval or RetrievalConfig()
         self.max_commit_retries = max_commit_retries
+        # Per-user route index (retrieval vectors, turn index, entities, concepts), rebuilt when the
+        # store's version token moves; texts are embedded once (memoised) across versions.
+        self.routes = RouteIndexCache(lambda texts: self.embedder.embed(texts))
 
     @classmethod
     def from_settings(cls, settings: MemorySettings) -> Memory:
@@ -81,14 +85,20 @@ class Memory:
             raise UnknownUser(f"no memories are stored for user {user_id!r}")
 
     def retrieve(self, user_id: str, query: str, k: int | None = None, traverse: bool | None = None,
-                 allowed_ids: frozenset[str] | None = None, now: datetime | None = None) -> EvidenceBundle:
+                 allowed_ids: frozenset[str] | None = None, now: datetime | None = None,
+                 routes: tuple[str, ...] | None = None) -> EvidenceBundle:
         """``allowed_ids`` restricts seeds, traversal and state derivation to those facts (time travel);
         ``now`` is when states are derived (expiry); both as in ``graph.retrieval.retrieve``."""
-        cfg = self.retrieval.model_copy(update={k: v for k, v in {"k": k, "traverse": traverse}.items() if v is not None})
+        cfg = self.retrieval.model_copy(update={k: v for k, v in {"k": k, "traverse": traverse, "routes": routes}.items()
+                                                if v is not None})
         t0 = time.perf_counter()
         qv = self.embedder.embed([query])[0]
         embed_ms = (time.perf_counter() - t0) * 1e3
-        bundle = retrieve(self.store, user_id, query, qv.tolist(), cfg, now=now, allowed_ids=allowed_ids)
+        t1 = time.perf_counter()
+        index = self.routes.get(self.store, user_id) if cfg.routes else None
+        index_ms = (time.perf_counter() - t1) * 1e3
+        bundle = retrieve(self.store, user_id, query, qv.tolist(), cfg, now=now, allowed_ids=allowed_ids, index=index)
+        bundle.explain.timings_ms["index"] = index_ms
         if not bundle.items:
             self.require_user(user_id)
         bundle.explain.timings_ms["embed"] = embed_ms

@@ -106,7 +106,9 @@ def test_renderer_keeps_pairs_whole(store: Any) -> None:
     q = "beach holidays hiking"
     b = retrieve(store, "maya", q, EMB.embed([q])[0].tolist(), RetrievalConfig(k=4))
     full = render_context(b)
-    assert "replaced by" in full.text and "replaces" in full.text
+    assert "[superseded by " in full.text  # compact: one marker for the pair, on the replaced fact
+    verbose = render_context(b, style="full")
+    assert "replaced by" in verbose.text and "replaces" in verbose.text
     pair_cost = sum(len(line.split()) for line in full.text.splitlines() if "hiking" in line.lower() or "beach" in line.lower())
     for budget in range(1, full.tokens + 1):
         ctx = render_context(b, budget)

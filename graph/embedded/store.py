@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -80,6 +81,10 @@ class EmbeddedStore:
         self._db_options = {} if checkpoint_threshold is None else {"checkpoint_threshold": checkpoint_threshold}
         self._lock = threading.RLock()
         self._index: dict[str, _UserCache] = {}
+        # version_token: this process is the store's only writer, so a per-user count of the writes it
+        # made (with a per-open nonce) changes exactly when the user's data does, without a query.
+        self._nonce = uuid.uuid4().hex[:12]
+        self._writes: dict[str, int] = {}
         self.recovered_wal = False  # True once an open replayed a WAL torn by a crash (logged too)
         self._open()
         if purge_pending(self.path):  # a purge committed before a crash, its rewrite did not finish
@@ -204,6 +209,7 @@ class EmbeddedStore:
                 raise
             finally:
                 self._index.pop(u, None)
+                self._writes[u] = self._writes.get(u, 0) + 1
 
     def commit(self, changes: ChangeSet) -> None:
         with self._versioned_tx(changes.user_id, changes.expected_version, "batch"):
@@ -242,6 +248,9 @@ class EmbeddedStore:
         self._rows(Q.DELETE_CONCEPTS, list(cs.concepts_delete), u)
 
     # -- retrieval reads --
+    def version_token(self, user_id: str) -> str:
+        return f"{self._nonce}:{self._writes.get(user_id, 0)}"
+
     def _search_index(self, user_id: str) -> _UserCache:
         idx = self._index.get(user_id)
         if idx is None:
@@ -336,6 +345,7 @@ class EmbeddedStore:
                 raise
             finally:
                 self._index.pop(user_id, None)
+                self._writes[user_id] = self._writes.get(user_id, 0) + 1
             self._finish_purge(n, was_pending)
         return n
 
