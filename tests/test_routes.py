@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from graph.edits import CreateConcept, MergeConcepts, SplitConcept
 from graph.embedded.store import EmbeddedStore
 from graph.models import Concept, Fact
 from graph.retrieval import RetrievalConfig, fuse_routes
@@ -111,12 +112,12 @@ def test_plan_creates_merges_and_splits() -> None:
     new = put(None, "x", e[3], 5, "hiking trail")    # near nothing: a cluster of its own, CREATE
     near = put(None, "y", e[0], 1, "dog food")       # joins the dog concept
     edits, place = plan_concept_edits(snap, vectors, texts, new + near, ConceptInductionConfig(min_cluster=4, split_min=20))
-    ops = {type(x).__name__: x for x in edits}
-    assert ops["MergeConcepts"].source_id == "dogs" and ops["MergeConcepts"].target_id == "pets"
-    split = ops["SplitConcept"]
+    merge = next(x for x in edits if isinstance(x, MergeConcepts))
+    split = next(x for x in edits if isinstance(x, SplitConcept))
+    created = next(x for x in edits if isinstance(x, CreateConcept))
+    assert merge.source_id == "dogs" and merge.target_id == "pets"
     assert split.concept_id == "mixed" and sorted(len(c.fact_ids) for c in split.children) == [15, 15]
     assert {c.fact_ids[0][0] for c in split.children} == {"m", "n"}
-    created = ops["CreateConcept"]
     assert all(place[f] == created.concept_id for f in new)
     assert {"hiking", "trail"} & set(created.name.split(" / "))
     assert place[near[0]] == "pets"
