@@ -73,6 +73,10 @@ class HarnessConfig(BaseModel):
     baseline_k: int | None = Field(default=None, ge=1, description="Turns per question for the K baselines (None = k).")
     baselines: tuple[BaselineName, ...] = Field(default=BASELINES, description="Turn baselines to run alongside.")
     ablations: bool = Field(default=True, description="Also score the ablations (no_reasoning_state only with answers and a policy).")
+    min_score_ratio: float | None = Field(default=None, gt=0, lt=1, description="Adaptive depth of our system: stop "
+                                          "rendering at the first group whose fused seed score is below this share of the top one.")
+    depth_ratios: tuple[float, ...] = Field(default=(), description="Also score our bundle rendered at each of these "
+                                            "adaptive-depth ratios (depth_<r>; rendering only, for calibration).")
     route_ablations: bool = Field(default=True, description="Also score each seed route left out in turn "
                                   "(no_route_<name>), so every route's contribution shows in the same run.")
     retrieval: RetrievalConfig | None = Field(default=None, description="Seed-search settings for this run (dense/text "
@@ -281,10 +285,11 @@ class Harness:
         embed_ms = (time.perf_counter() - t0) * 1e3
         self.primed.primed = {q.question: qv}
 
-        def fact_outcome(bundle: EvidenceBundle | None, with_state: bool, ms: float, state_tokens: int = 0) -> Outcome:
+        def fact_outcome(bundle: EvidenceBundle | None, with_state: bool, ms: float, state_tokens: int = 0,
+                         ratio: float | None = cfg.min_score_ratio) -> Outcome:
             if bundle is None:
                 return Outcome(n_hit=0 if gold else None, latency_ms=ms)
-            ctx = render_context(bundle, cfg.budget, with_state=with_state)
+            ctx = render_context(bundle, cfg.budget, with_state=with_state, min_score_ratio=ratio)
             by_id = bundle.by_id()
             turns = turns_of_facts(by_id[i].fact for i in ctx.included)
             return Outcome(n_hit=score_evidence(gold, turns).n_hit if gold else None, tokens=ctx.tokens, items=len(ctx.included),
@@ -293,6 +298,8 @@ class Harness:
         bundle, ms = self._retrieve(ep.user_id, q.question, traverse=None)
         full = fact_outcome(bundle, True, embed_ms + ms, self._state_tokens(q.question, bundle))
         rec.outcomes[SYSTEM] = full
+        for r in cfg.depth_ratios:
+            rec.outcomes[f"depth_{r}"] = fact_outcome(bundle, True, embed_ms + ms, full.state_tokens, ratio=r)
         if cfg.ablations:
             seeds, ms2 = self._retrieve(ep.user_id, q.question, traverse=False)
             rec.outcomes["no_traversal"] = fact_outcome(seeds, True, embed_ms + ms2, full.state_tokens)
@@ -307,9 +314,9 @@ class Harness:
                 rec.outcomes["no_relational_states"] = full.model_copy()
             if cfg.route_ablations:
                 routes = tuple(self.memory.retrieval.routes)
-                for r in routes:
-                    b, ms3 = self._retrieve(ep.user_id, q.question, traverse=None, routes=tuple(x for x in routes if x != r))
-                    rec.outcomes[f"no_route_{r}"] = fact_outcome(b, True, embed_ms + ms3, full.state_tokens)
+                for route in routes:
+                    b, ms3 = self._retrieve(ep.user_id, q.question, traverse=None, routes=tuple(x for x in routes if x != route))
+                    rec.outcomes[f"no_route_{route}"] = fact_outcome(b, True, embed_ms + ms3, full.state_tokens)
             if self.answers is not None and self.policy is not None:
                 # Its retrieval is ours by construction; only the graded answer (without a state) is a
                 # measurement, so without answers it would be a copy of the full run: not reported.

@@ -25,7 +25,7 @@ METRICS = ("hit_rate", "coverage", "complete_retrieval_rate")
 
 
 def is_ablation(name: str) -> bool:
-    return name in ABLATIONS or name.startswith("no_route_")
+    return name in ABLATIONS or name.startswith(("no_route_", "depth_"))
 
 
 def _systems(records: Sequence[QuestionRecord]) -> list[str]:

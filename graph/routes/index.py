@@ -91,7 +91,7 @@ def _norm(m: np.ndarray) -> np.ndarray:
 class _Memo:
     """Text -> vector, bounded (least recently used goes first)."""
 
-    def __init__(self, cap: int = 200_000):
+    def __init__(self, cap: int = 50_000):
         self.cap, self.d = cap, OrderedDict[str, np.ndarray]()
 
     def embed(self, embed: Embed, texts: Sequence[str]) -> np.ndarray | None:
