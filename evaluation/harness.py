@@ -147,16 +147,26 @@ class RunResult(BaseModel):
 
 class _PrimedEmbedder:
     """Wraps the Memory's embedder so a query embedded once by the harness is not embedded again by
-    each retrieval variant; everything else passes through."""
+    each retrieval variant, and a turn text the turn baselines embedded is not embedded again by the
+    memory's turn route ("<speaker>: <text>" in both); everything else passes through."""
 
-    def __init__(self, inner: Embedder):
+    def __init__(self, inner: Embedder, memo_cap: int = 50_000):
         self.inner, self.dim = inner, inner.dim
         self.primed: dict[str, np.ndarray] = {}
+        self.memo: dict[str, np.ndarray] = {}
+        self.memo_cap = memo_cap
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if texts and all(t in self.primed for t in texts):
             return np.stack([self.primed[t] for t in texts])
-        return self.inner.embed(texts)
+        todo = list(dict.fromkeys(t for t in texts if t not in self.memo))
+        if todo:
+            for t, v in zip(todo, self.inner.embed(todo)):
+                if len(self.memo) < self.memo_cap:
+                    self.memo[t] = v
+                else:
+                    return self.inner.embed(texts)
+        return np.stack([self.memo[t] for t in texts]) if texts else self.inner.embed(texts)
 
 
 def time_ordered(sessions: Sequence[Session]) -> list[Session]:
@@ -231,7 +241,7 @@ class Harness:
         for q in qs:
             at = len(sessions) if q.after_session is None else min(q.after_session, len(sessions))
             when.setdefault(at, []).append(q)
-        index = TurnIndex(self.base, cfg.rrf_k) if cfg.baselines else None
+        index = TurnIndex(self.primed, cfg.rrf_k) if cfg.baselines else None  # type: ignore[arg-type]
         ingested: set[str] = set()
         done = 0
         for q in when.pop(0, []):  # asked before any session: nothing can be retrieved

@@ -292,12 +292,22 @@ class EmbeddedStore:
         return [(idx.ids[i], s) for i, s in idx.bm25.top(query, k)]
 
     def expand(self, user_id: str, fact_ids: Sequence[str], max_hops: int) -> set[str]:
-        ids = list(fact_ids)
-        if not ids:
+        # Breadth-first over the per-user relation cache: a variable-length Cypher match costs
+        # milliseconds per call in LadybugDB, and this process is the store's only writer, so the
+        # cache (rebuilt after every commit) is exact.
+        if not fact_ids:
             return set()
-        with self._lock:
-            rows = self._q(Q.EXPAND.format(hops=int(max_hops)), {"u": user_id, "ids": ids})
-        return {r[0] for r in rows} | {r[1] for r in rows if r[1] is not None}
+        cache = self._search_index(user_id)
+        known = set(cache.ids)
+        seen = {i for i in fact_ids if i in known}
+        frontier = set(seen)
+        for _ in range(int(max_hops)):
+            nxt = {r.dst if r.src == f else r.src for f in frontier for r in cache.relations.get(f, ())} - seen
+            if not nxt:
+                break
+            seen |= nxt
+            frontier = nxt
+        return seen
 
     def fetch(self, user_id: str, fact_ids: Sequence[str], hops: int = 0) -> Subgraph:
         # Relations and concept placement come from the per-user cache: LadybugDB relationship

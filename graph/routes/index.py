@@ -73,6 +73,7 @@ class RouteIndex:
     tmat: np.ndarray | None
     tbm25: BM25
     turn_facts: dict[str, list[int]]  # turn id -> rows of the facts that cite it
+    turn_rows: list[list[int]]  # per turn_ids entry: rows of the facts that cite it
     entity_rows: dict[str, list[int]]  # entity -> rows of facts mentioning it
     times: np.ndarray  # seconds since epoch per row (nan when unknown)
     concept_rows: dict[str, list[int]]  # concept id -> rows
@@ -145,7 +146,8 @@ def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: st
     obs = [as_utc(f.observed_at).replace(tzinfo=None) for f in facts.values() if f.observed_at]
     return RouteIndex(user_id=snap.user_id, token=token, facts=facts, ids=ids, fmat=fmat, fbm25=BM25(rtexts),
                       holder=[facts[i].holder for i in ids], turn_ids=[t[0] for t in turns], tmat=tmat,
-                      tbm25=BM25(ttexts), turn_facts=turn_facts, entity_rows=entity_rows, times=times,
+                      tbm25=BM25(ttexts), turn_facts=turn_facts,
+                      turn_rows=[turn_facts[t[0]] for t in turns], entity_rows=entity_rows, times=times,
                       concept_rows=concept_rows, concept_ids=concept_ids, cmat=cmat, latest=max(obs) if obs else None,
                       row=row)
 

@@ -86,11 +86,14 @@ class RouteContext:
     def _turns_to_facts(self, ranked: list[tuple[int, float]]) -> list[Hit]:
         out: list[Hit] = []
         fs = self.fsims
+        ids, rows_of, allowed = self.idx.ids, self.idx.turn_rows, self.allowed
         for k, (t, score) in enumerate(ranked, start=1):
-            rows = self._ok(self.idx.turn_facts.get(self.idx.turn_ids[t], []))
-            if fs is not None:
-                rows = rows[np.argsort(-fs[rows], kind="stable")]
-            out.extend((self.idx.ids[r], score, k) for r in rows)
+            rows = rows_of[t]
+            if allowed is not None:
+                rows = [r for r in rows if allowed[r]]
+            if fs is not None and len(rows) > 1:
+                rows = sorted(rows, key=lambda r: -float(fs[r]))
+            out.extend((ids[r], score, k) for r in rows)
             if len(out) >= self.n:
                 break
         return out[: self.n]
