@@ -31,6 +31,10 @@ from graph.snapshot import Snapshot
 from induction.offline import STOP
 
 _WORD = re.compile(r"[a-z][a-z'\-]{2,}")
+_SPEAKER = re.compile(r"^[^:\n]{1,40}:\s*")
+# Words every kind of fact uses: they name no topic.
+_GENERIC = frozenset("shared image photo picture pic one really feel felt make made time things thing yesterday "
+                     "last week today always never ever something someone people new".split())
 
 
 class ConceptInductionConfig(BaseModel):
@@ -40,7 +44,7 @@ class ConceptInductionConfig(BaseModel):
     assign_sim: float = Field(default=0.35, ge=-1, le=1, description="A new fact joins the nearest live concept at this cosine or more.")
     merge_sim: float = Field(default=0.9, ge=-1, le=1, description="Sibling concepts whose centroids are this close merge.")
     split_min: int = Field(default=24, ge=2, description="Only concepts with at least this many facts are split.")
-    split_gain: float = Field(default=0.05, ge=0, description="Cohesion gain (mean cosine to own centroid) a split must bring.")
+    split_gain: float = Field(default=0.03, ge=0, description="Cohesion gain (mean cosine to own centroid) a split must bring.")
     name_terms: int = Field(default=2, ge=1, le=5, description="Characteristic terms in a concept's name.")
 
 
@@ -64,7 +68,8 @@ def characteristic_terms(members: Sequence[str], corpus: Sequence[str], n: int =
     ['dog']
     """
     def words(t: str) -> list[str]:
-        return [w.strip("'-") for w in _WORD.findall(t.lower()) if w not in STOP and ":" not in w]
+        t = _SPEAKER.sub("", t)  # "Caroline: ..." names the holder, not the topic
+        return [w.strip("'-") for w in _WORD.findall(t.lower()) if w not in STOP and w not in _GENERIC]
 
     inside = Counter(w for t in members for w in set(words(t)))
     total = Counter(w for t in corpus for w in set(words(t)))
