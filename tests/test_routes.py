@@ -121,3 +121,18 @@ def test_plan_creates_merges_and_splits() -> None:
     assert all(place[f] == created.concept_id for f in new)
     assert {"hiking", "trail"} & set(created.name.split(" / "))
     assert place[near[0]] == "pets"
+
+
+def test_purged_fact_leaves_the_route_index_and_its_memo(tmp_path: Path) -> None:
+    from graph.store import PurgeSet
+
+    store = EmbeddedStore(tmp_path / "db")
+    store.setup()
+    vacation_user(store)
+    mem = Memory(store, EMB)
+    assert "maya:sushi" in {s.fact_id for s in mem.retrieve("maya", "sushi restaurants").explain.seeds}
+    store.purge_items(PurgeSet(user_id="maya", expected_version=store.load_snapshot("maya").version, fact_ids=("maya:sushi",)))
+    b = mem.retrieve("maya", "sushi restaurants")
+    assert "maya:sushi" not in {i.fact.fact_id for i in b.items}
+    assert not any("sushi" in t for t in mem.routes._memos["maya"].d)
+    store.close()

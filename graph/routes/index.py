@@ -107,6 +107,10 @@ class _Memo:
             self.d.popitem(last=False)
         return _norm(np.stack([self.d[t] for t in texts]))
 
+    def keep(self, texts: set[str]) -> None:
+        for t in [t for t in self.d if t not in texts]:
+            del self.d[t]
+
 
 def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: str, embed: Embed | None,
                 memo: _Memo | None = None) -> RouteIndex:
@@ -127,6 +131,7 @@ def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: st
     ttexts = [f"{role}: {text}" for _, role, text in turns]
     fmat = memo.embed(embed, rtexts) if embed else None
     tmat = memo.embed(embed, ttexts) if embed else None
+    memo.keep(set(rtexts) | set(ttexts))  # a purged fact's or turn's text does not outlive it here
     when = [fact_time(facts[i]) for i in ids]
     times = np.asarray([w.timestamp() if w is not None else np.nan for w in when], dtype=np.float64)
     # Concepts for the concept route: induced from this user's own fact vectors (clusters), so the
@@ -157,7 +162,7 @@ class RouteIndexCache:
 
     def __init__(self, embed: Embed | None, max_users: int = 64):
         self.embed, self.max_users = embed, max_users
-        self.memo = _Memo()
+        self._memos: dict[str, _Memo] = {}  # per user, so each holds exactly that user's current texts
         self._d: OrderedDict[str, RouteIndex] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -171,8 +176,9 @@ class RouteIndexCache:
         snap = store.load_snapshot(user_id)
         turns = [(t.turn_id, t.role, t.text) for t in store.turns(user_id, sorted(snap.turn_ids))] if snap.turn_ids else []
         with self._lock:
-            idx = build_index(snap, turns, token, self.embed, self.memo)
+            idx = build_index(snap, turns, token, self.embed, self._memos.setdefault(user_id, _Memo()))
             self._d[user_id] = idx
             while len(self._d) > self.max_users:
-                self._d.popitem(last=False)
+                gone, _ = self._d.popitem(last=False)
+                self._memos.pop(gone, None)
         return idx
