@@ -186,6 +186,40 @@ def traverse(store: GraphStore, user_id: str, seed_ids: Sequence[str], cfg: Retr
     return sub, rounds, capped or len(sub.facts) > cfg.max_facts
 
 
+def index_subgraph(index: RouteIndex, seed_ids: Sequence[str], cfg: RetrievalConfig, traverse: bool,
+                   allowed_ids: frozenset[str] | None = None) -> tuple[Subgraph, int, bool]:
+    """Like ``traverse`` (or a plain fetch when ``traverse`` is off), but from the route index: the
+    same snapshot the seeds came from, no store round trip."""
+    def ok(f: str) -> bool:
+        return f in index.facts and (allowed_ids is None or f in allowed_ids)
+
+    seen = [f for f in dict.fromkeys(seed_ids) if ok(f)]
+    rounds, capped = 0, False
+    if traverse:
+        have, frontier = set(seen), list(seen)
+        while frontier:
+            if len(have) >= cfg.max_facts:
+                capped = True
+                break
+            rounds += 1
+            nxt = []
+            for f in frontier:
+                for r in index.relations_of.get(f, ()):
+                    o = r.dst if r.src == f else r.src
+                    if o not in have and ok(o):
+                        have.add(o)
+                        nxt.append(o)
+            seen.extend(nxt)
+            frontier = nxt
+    facts = {f: index.facts[f] for f in seen}
+    rels = {r.key: r for f in facts for r in index.relations_of.get(f, ())
+            if allowed_ids is None or (r.src in allowed_ids and r.dst in allowed_ids)}
+    sub = Subgraph(facts=facts, relations=list(rels.values()),
+                   concept_of={f: index.concept_of[f] for f in facts if f in index.concept_of},
+                   concept_paths={f: index.concept_paths[f] for f in facts if f in index.concept_paths})
+    return sub, rounds, capped
+
+
 def components(ids: Sequence[str], edges: Sequence[tuple[str, str]]) -> dict[str, int]:
     """Connected components (undirected) by union-find; the component index follows ``ids`` order."""
     parent = {i: i for i in ids}
@@ -228,7 +262,9 @@ def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Seque
         seeds = seed_search(store, user_id, query, query_embedding, cfg, allowed_ids)
     t1 = time.perf_counter()
     seed_ids = [s.fact_id for s in seeds]
-    if cfg.traverse:
+    if index is not None:
+        sub, rounds, capped = index_subgraph(index, seed_ids, cfg, cfg.traverse, allowed_ids)
+    elif cfg.traverse:
         sub, rounds, capped = traverse(store, user_id, seed_ids, cfg, allowed_ids)
     else:
         sub, rounds, capped = restrict(store.fetch(user_id, seed_ids), allowed_ids), 0, False

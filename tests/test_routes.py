@@ -136,3 +136,18 @@ def test_purged_fact_leaves_the_route_index_and_its_memo(tmp_path: Path) -> None
     assert "maya:sushi" not in {i.fact.fact_id for i in b.items}
     assert not any("sushi" in t for t in mem.routes._memos["maya"].d)
     store.close()
+
+
+def test_traversal_from_the_route_index_pairs_updates(tmp_path: Path) -> None:
+    store = EmbeddedStore(tmp_path / "db")
+    store.setup()
+    vacation_user(store)
+    mem = Memory(store, EMB)
+    b = mem.retrieve("maya", "beach trips for holidays", k=1)
+    states = {i.fact.fact_id: i.state.validity for i in b.items}
+    assert states == {"maya:beach": "current", "maya:hiking": "superseded"}
+    assert b.explain.added_by_traversal == ["maya:hiking"] and b.items[0].state.concept_path == ("memory", "travel")
+    assert {i.fact.fact_id for i in mem.retrieve("maya", "beach trips for holidays", k=1, traverse=False).items} == {"maya:beach"}
+    old = mem.retrieve("maya", "hiking trips", k=1, allowed_ids=frozenset({"maya:hiking", "maya:knee"}))
+    assert {i.fact.fact_id: i.state.validity for i in old.items} == {"maya:hiking": "current"}
+    store.close()

@@ -22,7 +22,7 @@ from datetime import datetime
 import numpy as np
 
 from graph.bm25 import BM25
-from graph.models import Fact, as_utc
+from graph.models import Fact, Relation, as_utc
 from graph.routes.clusters import centroids, leader_kmeans
 from graph.snapshot import Snapshot
 from graph.store import GraphStore
@@ -81,6 +81,11 @@ class RouteIndex:
     cmat: np.ndarray | None  # normalised concept centroids, one row per concept_ids entry
     latest: datetime | None  # latest session date: "last week" is resolved against it
     row: dict[str, int] = field(default_factory=dict)
+    # The snapshot's relations and concept placement, so traversal and state derivation read the same
+    # version the seeds came from, without a store round trip (graph/retrieval.py: index_subgraph).
+    relations_of: dict[str, list[Relation]] = field(default_factory=dict)
+    concept_of: dict[str, str] = field(default_factory=dict)
+    concept_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _norm(m: np.ndarray) -> np.ndarray:
@@ -149,12 +154,18 @@ def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: st
                 concept_rows.setdefault(c, []).append(row[f])
     concept_ids = sorted(concept_rows, key=lambda c: int(c.split(":")[1]) if c.startswith("induced:") else 0)
     obs = [as_utc(f.observed_at).replace(tzinfo=None) for f in facts.values() if f.observed_at]
+    relations_of: dict[str, list[Relation]] = {}
+    for rel in snap.relations.values():
+        relations_of.setdefault(rel.src, []).append(rel)
+        relations_of.setdefault(rel.dst, []).append(rel)
+    paths = {c: snap.concept_path(c) for c in set(snap.fact_concept.values())}
     return RouteIndex(user_id=snap.user_id, token=token, facts=facts, ids=ids, fmat=fmat, fbm25=BM25(rtexts),
                       holder=[facts[i].holder for i in ids], turn_ids=[t[0] for t in turns], tmat=tmat,
                       tbm25=BM25(ttexts), turn_facts=turn_facts,
                       turn_rows=[turn_facts[t[0]] for t in turns], entity_rows=entity_rows, times=times,
                       concept_rows=concept_rows, concept_ids=concept_ids, cmat=cmat, latest=max(obs) if obs else None,
-                      row=row)
+                      row=row, relations_of=relations_of, concept_of=dict(snap.fact_concept),
+                      concept_paths={f: paths[c] for f, c in snap.fact_concept.items()})
 
 
 class RouteIndexCache:
