@@ -4,7 +4,10 @@ Builds a store of U users x F facts (384-d random unit embeddings, statements fr
 with SUPERSEDES chains and CONFLICTS_WITH pairs, then times ``retrieve()`` (embedding excluded: the
 query vector is given) on each backend, and in the same run an exact numpy brute-force top-K over
 that user's facts: the floor no database can beat. Prints p50/p95, the ratio to the floor, where the
-time goes per stage, and the bulk-load rate.
+time goes per stage and per seed route, and the bulk-load rate. Retrieval runs as ``Memory.retrieve``
+does: all seed routes over the per-user RouteIndex (built on each user's first query: "cold"), the
+retrieval vectors looked up from the generated ones (no model); ``--routes store`` times the old
+two-list seed search on the store's own indexes instead.
 
     python bench/retrieval.py                                  # embedded, 100 users x 1000 facts
     python bench/retrieval.py --backends embedded neo4j        # + Neo4j (EVOMEM_NEO4J_URI or started here)
@@ -31,8 +34,10 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from graph.edits import AttachFact, Conflict, CreateConcept, EditBatch, Supersede, apply_batch  # noqa: E402
-from graph.models import Fact  # noqa: E402
+from graph.models import Fact, Turn  # noqa: E402
 from graph.retrieval import RetrievalConfig, retrieve  # noqa: E402
+from graph.routes.index import RouteIndexCache  # noqa: E402
+from graph.routes.rank import ROUTES  # noqa: E402
 
 VOCAB = ("hiking beach knee coffee tea sushi flight window seat aisle vegan allergy peanut running swim berlin paris "
          "tokyo dog cat piano guitar novel jazz opera tennis yoga cooking garden bike train hotel museum concert "
@@ -49,9 +54,11 @@ def build_user(rng: np.random.Generator, u: str, n_facts: int, dim: int) -> tupl
     n_concepts = max(1, n_facts // 50)
     edits: list[Any] = [CreateConcept(concept_id=f"{u}:c{i}", name=f"topic {i}") for i in range(n_concepts)]
     ids = [f"{u}:f{i}" for i in range(n_facts)]
+    turns = []
     for i in range(n_facts):
         words = " ".join(rng.choice(VOCAB, size=6))
-        f = Fact(fact_id=ids[i], user_id=u, statement=f"{words} {i}", kind="preference")
+        turns.append(Turn(turn_id=f"{u}:t{i}", user_id=u, session_id="s1", seq=i, role="user", text=f"{words} {i}"))
+        f = Fact(fact_id=ids[i], user_id=u, statement=f"{words} {i}", kind="preference", source_turn_ids=(f"{u}:t{i}",))
         edits.append(AttachFact(fact=f, concept_id=f"{u}:c{i % n_concepts}", embedding=tuple(emb[i].tolist())))
     # ~10% of facts in SUPERSEDES chains of length 4, ~4% in conflict pairs
     for start in range(0, n_facts // 10 * 4 - 3, 4):
@@ -60,7 +67,7 @@ def build_user(rng: np.random.Generator, u: str, n_facts: int, dim: int) -> tupl
     base = n_facts // 10 * 4
     for k in range(base, min(n_facts - 1, base + n_facts // 25 * 2), 2):
         edits.append(Conflict(a=ids[k], b=ids[k + 1]))
-    return EditBatch(user_id=u, edits=edits), emb, ids
+    return EditBatch(user_id=u, session_id="s1", session_hash=f"h-{u}", turns=turns, edits=edits), emb, ids
 
 
 def open_backend(name: str, tmp: Path, dim: int) -> tuple[Any, Any]:
@@ -94,17 +101,30 @@ def run_backend(name: str, args: argparse.Namespace, users: list[tuple[str, Edit
             store.commit(cs)
         load_s = time.perf_counter() - t0
         cfg = RetrievalConfig(k=args.k)
-        # warm-up: one query per user (embedded builds its per-user search cache here)
+        # Retrieval vectors: the generated ones, looked up by text (turn texts are the statements).
+        vec = {f.statement: e for _, b, m, _ in users for f, e in
+               zip((x.fact for x in b.edits if isinstance(x, AttachFact)), m)}
+        cache = RouteIndexCache(lambda texts: np.stack([vec[t.split(": ", 1)[-1]] for t in texts]))
+        use_routes = args.routes == "all"
+
+        def one(ui: int, qv: np.ndarray, qt: str) -> Any:
+            u = users[ui][0]
+            index = cache.get(store, u) if use_routes else None
+            return retrieve(store, u, qt, qv.tolist(), cfg, index=index)
+
+        # warm-up: one query per user (the per-user search cache and route index are built here)
         cold = []
         for ui, qv, qt in queries[: len(users)]:
             t = time.perf_counter()
-            retrieve(store, users[ui][0], qt, qv.tolist(), cfg)
+            one(ui, qv, qt)
             cold.append((time.perf_counter() - t) * 1e3)
-        total, stages = [], {"seeds": [], "traverse": [], "assemble": []}
+        total: list[float] = []
+        stages: dict[str, list[float]] = {"seeds": [], "traverse": [], "assemble": []}
+        stages.update({f"route_{r}": [] for r in (ROUTES if use_routes else ())})
         added = []
         for ui, qv, qt in queries:
             t = time.perf_counter()
-            b = retrieve(store, users[ui][0], qt, qv.tolist(), cfg)
+            b = one(ui, qv, qt)
             total.append((time.perf_counter() - t) * 1e3)
             for k in stages:
                 stages[k].append(b.explain.timings_ms[k])
@@ -143,6 +163,9 @@ def main() -> int:
     ap.add_argument("--queries", type=int, default=300)
     ap.add_argument("--backends", nargs="+", default=["embedded"], choices=["embedded", "neo4j"])
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--routes", choices=["all", "store"], default="all",
+                    help="all = every seed route over the RouteIndex (what Memory.retrieve runs); store = the "
+                         "store's own vector + text search only")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--save", help="write results JSON here")
     ap.add_argument("--baseline", help="a results JSON from an earlier run to compare against")
@@ -161,7 +184,7 @@ def main() -> int:
         qv = target + rng.normal(scale=0.5 / np.sqrt(args.dim), size=args.dim).astype(np.float32)
         queries.append((ui, (qv / np.linalg.norm(qv)).astype(np.float32), " ".join(rng.choice(VOCAB, size=3))))
 
-    results = {"config": {k: getattr(args, k) for k in ("users", "facts", "dim", "k", "queries", "seed")},
+    results = {"config": {k: getattr(args, k) for k in ("users", "facts", "dim", "k", "queries", "seed", "routes")},
                "floor": floor(users, queries, args.k), "backends": {}}
     for name in args.backends:
         results["backends"][name] = r = run_backend(name, args, users, queries)
@@ -186,6 +209,10 @@ def main() -> int:
         s = r["stages_p50_ms"]
         print(f"{n:<12}{r['p50_ms']:>9.2f}{r['p95_ms']:>9.2f}{r['ratio_to_floor_p50']:>9.0f}{r['cold_p50_ms']:>10.1f}"
               f"{s['seeds']:>8.2f}{s['traverse']:>8.2f}{s['assemble']:>8.2f}{r['load_facts_per_s']:>10.0f}")
+    for n, r in results["backends"].items():
+        per_route = {k[6:]: round(v, 3) for k, v in r["stages_p50_ms"].items() if k.startswith("route_")}
+        if per_route:
+            print(f"{n} per-route p50 ms: {per_route}")
     for n, v in results.get("vs_baseline", {}).items():
         print(f"vs baseline {n}: p50 {v['p50_ms']:.2f} ms (was {v['baseline_p50_ms']}) speedup {v['speedup']}")
     return 0

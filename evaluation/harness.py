@@ -73,6 +73,12 @@ class HarnessConfig(BaseModel):
     baseline_k: int | None = Field(default=None, ge=1, description="Turns per question for the K baselines (None = k).")
     baselines: tuple[BaselineName, ...] = Field(default=BASELINES, description="Turn baselines to run alongside.")
     ablations: bool = Field(default=True, description="Also score the ablations (no_reasoning_state only with answers and a policy).")
+    min_score_ratio: float | None = Field(default=None, gt=0, lt=1, description="Adaptive depth of our system: stop "
+                                          "rendering at the first group whose fused seed score is below this share of the top one.")
+    depth_ratios: tuple[float, ...] = Field(default=(), description="Also score our bundle rendered at each of these "
+                                            "adaptive-depth ratios (depth_<r>; rendering only, for calibration).")
+    route_ablations: bool = Field(default=True, description="Also score each seed route left out in turn "
+                                  "(no_route_<name>), so every route's contribution shows in the same run.")
     retrieval: RetrievalConfig | None = Field(default=None, description="Seed-search settings for this run (dense/text "
                                               "candidates, RRF k, traversal caps); None = the Memory's own.")
     rrf_k: int = Field(default=60, ge=1, description="RRF constant of the fused turn baseline.")
@@ -141,16 +147,26 @@ class RunResult(BaseModel):
 
 class _PrimedEmbedder:
     """Wraps the Memory's embedder so a query embedded once by the harness is not embedded again by
-    each retrieval variant; everything else passes through."""
+    each retrieval variant, and a turn text the turn baselines embedded is not embedded again by the
+    memory's turn route ("<speaker>: <text>" in both); everything else passes through."""
 
-    def __init__(self, inner: Embedder):
+    def __init__(self, inner: Embedder, memo_cap: int = 50_000):
         self.inner, self.dim = inner, inner.dim
         self.primed: dict[str, np.ndarray] = {}
+        self.memo: dict[str, np.ndarray] = {}
+        self.memo_cap = memo_cap
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if texts and all(t in self.primed for t in texts):
             return np.stack([self.primed[t] for t in texts])
-        return self.inner.embed(texts)
+        todo = list(dict.fromkeys(t for t in texts if t not in self.memo))
+        if todo:
+            for t, v in zip(todo, self.inner.embed(todo)):
+                if len(self.memo) < self.memo_cap:
+                    self.memo[t] = v
+                else:
+                    return self.inner.embed(texts)
+        return np.stack([self.memo[t] for t in texts]) if texts else self.inner.embed(texts)
 
 
 def time_ordered(sessions: Sequence[Session]) -> list[Session]:
@@ -225,7 +241,7 @@ class Harness:
         for q in qs:
             at = len(sessions) if q.after_session is None else min(q.after_session, len(sessions))
             when.setdefault(at, []).append(q)
-        index = TurnIndex(self.base, cfg.rrf_k) if cfg.baselines else None
+        index = TurnIndex(self.primed, cfg.rrf_k) if cfg.baselines else None  # type: ignore[arg-type]
         ingested: set[str] = set()
         done = 0
         for q in when.pop(0, []):  # asked before any session: nothing can be retrieved
@@ -279,10 +295,11 @@ class Harness:
         embed_ms = (time.perf_counter() - t0) * 1e3
         self.primed.primed = {q.question: qv}
 
-        def fact_outcome(bundle: EvidenceBundle | None, with_state: bool, ms: float, state_tokens: int = 0) -> Outcome:
+        def fact_outcome(bundle: EvidenceBundle | None, with_state: bool, ms: float, state_tokens: int = 0,
+                         ratio: float | None = cfg.min_score_ratio) -> Outcome:
             if bundle is None:
                 return Outcome(n_hit=0 if gold else None, latency_ms=ms)
-            ctx = render_context(bundle, cfg.budget, with_state=with_state)
+            ctx = render_context(bundle, cfg.budget, with_state=with_state, min_score_ratio=ratio)
             by_id = bundle.by_id()
             turns = turns_of_facts(by_id[i].fact for i in ctx.included)
             return Outcome(n_hit=score_evidence(gold, turns).n_hit if gold else None, tokens=ctx.tokens, items=len(ctx.included),
@@ -291,6 +308,8 @@ class Harness:
         bundle, ms = self._retrieve(ep.user_id, q.question, traverse=None)
         full = fact_outcome(bundle, True, embed_ms + ms, self._state_tokens(q.question, bundle))
         rec.outcomes[SYSTEM] = full
+        for r in cfg.depth_ratios:
+            rec.outcomes[f"depth_{r}"] = fact_outcome(bundle, True, embed_ms + ms, full.state_tokens, ratio=r)
         if cfg.ablations:
             seeds, ms2 = self._retrieve(ep.user_id, q.question, traverse=False)
             rec.outcomes["no_traversal"] = fact_outcome(seeds, True, embed_ms + ms2, full.state_tokens)
@@ -303,6 +322,11 @@ class Harness:
                                                                     full.state_tokens)
             else:
                 rec.outcomes["no_relational_states"] = full.model_copy()
+            if cfg.route_ablations:
+                routes = tuple(self.memory.retrieval.routes)
+                for route in routes:
+                    b, ms3 = self._retrieve(ep.user_id, q.question, traverse=None, routes=tuple(x for x in routes if x != route))
+                    rec.outcomes[f"no_route_{route}"] = fact_outcome(b, True, embed_ms + ms3, full.state_tokens)
             if self.answers is not None and self.policy is not None:
                 # Its retrieval is ours by construction; only the graded answer (without a state) is a
                 # measurement, so without answers it would be a copy of the full run: not reported.
@@ -321,10 +345,11 @@ class Harness:
         self.primed.primed = {}
         return rec
 
-    def _retrieve(self, user_id: str, query: str, traverse: bool | None) -> tuple[EvidenceBundle | None, float]:
+    def _retrieve(self, user_id: str, query: str, traverse: bool | None,
+                  routes: tuple[str, ...] | None = None) -> tuple[EvidenceBundle | None, float]:
         t0 = time.perf_counter()
         try:
-            bundle = self.memory.retrieve(user_id, query, k=self.cfg.k, traverse=traverse)
+            bundle = self.memory.retrieve(user_id, query, k=self.cfg.k, traverse=traverse, routes=routes)
         except StoreError:  # e.g. every session of this user failed to ingest: nothing stored
             bundle = None
         return bundle, (time.perf_counter() - t0) * 1e3

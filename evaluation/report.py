@@ -24,6 +24,10 @@ PAPER_LOCOMO = {"evomemstate": {"hit_rate": 0.816, "coverage": 0.747, "complete_
 METRICS = ("hit_rate", "coverage", "complete_retrieval_rate")
 
 
+def is_ablation(name: str) -> bool:
+    return name in ABLATIONS or name.startswith(("no_route_", "depth_"))
+
+
 def _systems(records: Sequence[QuestionRecord]) -> list[str]:
     seen: dict[str, None] = {}
     for r in records:
@@ -46,6 +50,10 @@ def system_summary(records: Sequence[QuestionRecord], name: str, n_boot: int = 1
         if any(st):
             out["reasoning_state_tokens_mean"] = round(sum(st) / len(st), 1)
         out["items_mean"] = round(sum(r.outcomes[name].items for r in rs) / len(rs), 1)
+        toks = [r.outcomes[name].tokens for r in rs]
+        items = sum(r.outcomes[name].items for r in rs)
+        out["tokens_per_item"] = round(sum(toks) / items, 2) if items else None
+        out["context_tokens_p10_p50_p90"] = [_r(percentile(toks, p)) for p in (10, 50, 90)]
     ans = answer_summary(records if answered is None else answered, name)
     if ans:
         out["answers"] = ans
@@ -92,8 +100,8 @@ def build_report(run: RunResult, benchmark: str, meta: dict[str, Any], n_boot: i
     ms = [s.ms for s in sess]
     rep: dict[str, Any] = {"benchmark": benchmark, **ours,
                            "ingest_ms_per_session": round(sum(ms) / len(ms), 1) if ms else None}
-    rep["baselines"] = {n: system_summary(top, n, n_boot, seed, answered=cat) for n in systems if n not in (SYSTEM, *ABLATIONS)}
-    rep["ablations"] = {n: system_summary(top, n, n_boot, seed, answered=cat) for n in systems if n in ABLATIONS}
+    rep["baselines"] = {n: system_summary(top, n, n_boot, seed, answered=cat) for n in systems if not is_ablation(n) and n != SYSTEM}
+    rep["ablations"] = {n: system_summary(top, n, n_boot, seed, answered=cat) for n in systems if is_ablation(n)}
     rep["differences"] = {"complete_retrieval_rate": _differences(top, systems, n_boot, seed)}
     cats = sorted({r.category for r in qs if r.n_gold}, key=lambda c: (not c.isdigit(), int(c) if c.isdigit() else 0, c))
     rep["by_category"] = {c: {"scored": any(r.scored for r in qs if r.category == c),

@@ -32,21 +32,31 @@ class BM25:
             df.update(tf.keys())
         n = len(docs)
         self.idf = {w: math.log(1 + (n - c + 0.5) / (c + 0.5)) for w, c in df.items()}
+        # Postings: a query touches only the documents that hold its words (retrieval runs per request).
+        self.norm = [self.k1 * (1 - self.b + self.b * ln / self.avg) if self.avg else self.k1 for ln in self.lens]
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+        for i, tf in enumerate(self.tfs):
+            for w, f in tf.items():
+                self.postings.setdefault(w, []).append((i, f))
+
+    def sparse_scores(self, query: str) -> dict[int, float]:
+        """Non-zero scores only, by document index; each distinct query word counts once."""
+        out: dict[int, float] = {}
+        for w in dict.fromkeys(tokenize(query)):
+            idf = self.idf.get(w)
+            if idf is None:
+                continue
+            for i, f in self.postings[w]:
+                out[i] = out.get(i, 0.0) + idf * f * (self.k1 + 1) / (f + self.norm[i])
+        return out
 
     def scores(self, query: str) -> list[float]:
-        q = [w for w in tokenize(query) if w in self.idf]
-        out = []
-        for tf, ln in zip(self.tfs, self.lens):
-            s = 0.0
-            norm = self.k1 * (1 - self.b + self.b * ln / self.avg) if self.avg else self.k1
-            for w in q:
-                f = tf.get(w, 0)
-                if f:
-                    s += self.idf[w] * f * (self.k1 + 1) / (f + norm)
-            out.append(s)
+        out = [0.0] * len(self.tfs)
+        for i, s in self.sparse_scores(query).items():
+            out[i] = s
         return out
 
     def top(self, query: str, k: int) -> list[tuple[int, float]]:
-        sc = self.scores(query)
-        idx = sorted((i for i, s in enumerate(sc) if s > 0), key=lambda i: -sc[i])[:k]
+        sc = self.sparse_scores(query)
+        idx = sorted((i for i, s in sc.items() if s > 0), key=lambda i: (-sc[i], i))[:k]
         return [(i, sc[i]) for i in idx]

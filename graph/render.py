@@ -1,5 +1,14 @@
 """Render an evidence bundle as answer-model context under a token budget.
 
+Two styles. ``compact`` (serving and evaluation): one short line per fact, and a bracketed marker only
+where the state changes how the fact may be used — superseded (by which fact), in conflict (with
+which), expired, retracted, scoped; a current fact carries nothing, so a relation group costs its
+facts plus one marker. ``full`` (the policy prompt the learned policies were trained on): every
+line spells validity, relations, scope and kind.
+
+Adaptive depth: with ``min_score_ratio`` the renderer also stops at the first group whose best fused
+seed score falls below that share of the top seed's score, so an easy request gets a short context.
+
 Facts joined by SUPERSEDES/CONFLICTS_WITH form a group that is kept or dropped whole: an update
 shown without what it replaced (or a conflict without its other side) misleads more than it helps.
 """
@@ -7,6 +16,7 @@ shown without what it replaced (or a conflict without its other side) misleads m
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from pydantic import BaseModel, Field
 
@@ -47,18 +57,47 @@ def fact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = T
     return f"{head} — " + "; ".join(parts)
 
 
+def compact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = True) -> str:
+    """``[F1] (2023-05-08) statement`` plus a marker only where the state changes the fact's use."""
+    head = fact_line(item, alias_of, with_state=False)
+    if not with_state:
+        return head
+    s = item.state
+    marks: list[str] = []
+    if s.validity == "retracted":
+        marks.append("retracted by the user: never rely on this")
+    elif s.superseded_by:
+        marks.append("superseded by " + ", ".join(alias_of.get(i, i) for i in s.superseded_by))
+    elif s.validity == "expired":
+        marks.append("expired")
+    if s.conflicts_with:
+        marks.append("conflicts with " + ", ".join(alias_of.get(i, i) for i in s.conflicts_with))
+    if s.scope:
+        marks.append(f"only {s.scope}" if not s.scope.startswith(("only", "when", "while")) else s.scope)
+    return head + "".join(f" [{m}]" for m in marks)
+
+
 def render_context(bundle: EvidenceBundle, budget: int | None = None, with_state: bool = True,
-                   count_tokens: Callable[[str], int] = whitespace_tokens) -> RenderedContext:
-    """Whole groups, in the bundle's order (best seed first), while they fit the budget."""
+                   count_tokens: Callable[[str], int] = whitespace_tokens,
+                   style: Literal["compact", "full"] = "compact",
+                   min_score_ratio: float | None = None) -> RenderedContext:
+    """Whole groups, in the bundle's order (best seed first), while they fit the budget (and, with
+    ``min_score_ratio``, while the group's best seed keeps that share of the top seed's score)."""
     alias_of = bundle.alias_of()
     groups: dict[int, list[EvidenceItem]] = {}
     for it in bundle.items:
         groups.setdefault(it.group, []).append(it)
+    line = compact_line if style == "compact" else fact_line
+    scores = [it.score for it in bundle.items if it.score is not None]
+    floor = max(scores) * min_score_ratio if scores and min_score_ratio else None
     lines: list[str] = []
     included: list[str] = []
     used, dropped = 0, 0
     for items in groups.values():
-        block = [fact_line(it, alias_of, with_state) for it in items]
+        best = max((it.score for it in items if it.score is not None), default=None)
+        if floor is not None and included and best is not None and best < floor:
+            break  # groups come best seed first: everything after scores lower still
+        block = [line(it, alias_of, with_state) for it in items]
         cost = sum(count_tokens(b) for b in block)
         if budget is not None and used + cost > budget:
             dropped += 1

@@ -1,6 +1,9 @@
 """Seed retrieval + relation traversal (§3.4 / B.4 of the EvoMemState paper).
 
-K seeds come from vector similarity fused with BM25 by reciprocal rank; traversal then follows
+K seeds come from several routes fused by weighted reciprocal rank (graph/routes/: fact dense on the
+retrieval vector, fact BM25, turn dense and BM25 mapped to their facts, concept, entity, time) when
+the caller passes the user's RouteIndex; without one, from the store's own vector and text search
+(identity vectors), as before. ``explain`` keeps every route's rank per seed. Traversal then follows
 SUPERSEDES and CONFLICTS_WITH in both directions until closure, so an update or a conflict never
 arrives without its counterpart. Facts reached from several seeds appear once.
 """
@@ -13,7 +16,11 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
+import numpy as np
+
 from graph.models import Fact, Relation, RelationalState, utcnow
+from graph.routes.index import RouteIndex
+from graph.routes.rank import ROUTES, RouteContext, RouteName
 from graph.rules import derive_state
 from graph.store import GraphStore, Subgraph
 
@@ -27,11 +34,19 @@ class RetrievalConfig(BaseModel):
     traverse: bool = Field(default=True, description="Follow SUPERSEDES/CONFLICTS_WITH to closure (ablation switch).")
     max_hops: int = Field(default=6, ge=1, le=32, description="Hops per traversal query; the loop repeats to closure.")
     max_facts: int = Field(default=500, ge=1, description="Safety cap on facts gathered by traversal.")
+    routes: tuple[RouteName, ...] = Field(default=ROUTES, description="Seed routes fused when a RouteIndex is given "
+                                          "(ablation: leave one out).")
+    route_weights: dict[str, float] = Field(default_factory=dict, description="Per-route RRF weight (default 1.0).")
+    route_candidates: int = Field(default=50, ge=1, description="Facts each route contributes before fusion.")
+    holder_weights: dict[str, float] = Field(default_factory=lambda: {"assistant": 0.5}, description=(
+        "Fused-score factor by fact holder: what the assistant said counts as evidence but ranks below "
+        "what the user said at equal route support, so assistant chatter cannot crowd out user facts."))
 
 
 class SeedHit(BaseModel):
     fact_id: str
     score: float
+    routes: dict[str, int] = Field(default_factory=dict, description="Route -> rank at which that route found it.")
     dense_rank: int | None = None
     dense_score: float | None = None
     text_rank: int | None = None
@@ -68,6 +83,45 @@ class EvidenceBundle(BaseModel):
 
     def alias_of(self) -> dict[str, str]:
         return {i.fact.fact_id: i.alias for i in self.items}
+
+
+def fuse_routes(hits: dict[str, list[tuple[str, float, int]]], cfg: RetrievalConfig,
+                holder_of: dict[str, str]) -> list[SeedHit]:
+    """Weighted RRF over the routes' ranks, times the holder factor; ties by the fact-dense score."""
+    score: dict[str, float] = {}
+    ranks: dict[str, dict[str, int]] = {}
+    for name, lst in hits.items():
+        w = cfg.route_weights.get(name, 1.0)
+        for fid, _, rank in lst:
+            if name in ranks.setdefault(fid, {}):
+                continue
+            ranks[fid][name] = rank
+            score[fid] = score.get(fid, 0.0) + w / (cfg.rrf_k + rank)
+    for fid in score:
+        score[fid] *= cfg.holder_weights.get(holder_of.get(fid, "user"), 1.0)
+    dense = {fid: s for fid, s, _ in hits.get("fact_dense", [])}
+    best = sorted(score, key=lambda f: (-score[f], -dense.get(f, -1.0), f))[: cfg.k]
+    d_rank = {f: (r, s) for f, s, r in hits.get("fact_dense", [])}
+    t_rank = {f: (r, s) for f, s, r in hits.get("fact_bm25", [])}
+    return [SeedHit(fact_id=f, score=score[f], routes=ranks[f], dense_rank=d_rank.get(f, (None, None))[0],
+                    dense_score=d_rank.get(f, (None, None))[1], text_rank=t_rank.get(f, (None, None))[0],
+                    text_score=t_rank.get(f, (None, None))[1]) for f in best]
+
+
+def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] | None, cfg: RetrievalConfig,
+                allowed_ids: frozenset[str] | None = None) -> tuple[list[SeedHit], dict[str, float]]:
+    """Seeds from every configured route, fused; also each route's time in ms."""
+    allowed = None if allowed_ids is None else np.array([i in allowed_ids for i in index.ids], dtype=bool)
+    qv = None if query_embedding is None else np.asarray(query_embedding, dtype=np.float32)
+    ctx = RouteContext(index, query, qv, allowed, cfg.route_candidates)
+    hits: dict[str, list[tuple[str, float, int]]] = {}
+    ms: dict[str, float] = {}
+    for name in cfg.routes:
+        t = time.perf_counter()
+        hits[name] = ctx.run(name)
+        ms[f"route_{name}"] = (time.perf_counter() - t) * 1e3
+    holder_of = {fid: index.facts[fid].holder for lst in hits.values() for fid, _, _ in lst}
+    return fuse_routes(hits, cfg, holder_of), ms
 
 
 def rrf_fuse(lists: Sequence[Sequence[tuple[str, float]]], k: int, rrf_k: int = 60) -> list[tuple[str, float]]:
@@ -110,7 +164,8 @@ def seed_search(store: GraphStore, user_id: str, query: str, query_embedding: Se
     fused = rrf_fuse([dense, text], cfg.k, cfg.rrf_k)
     d_rank = {f: (i + 1, s) for i, (f, s) in enumerate(dense)}
     t_rank = {f: (i + 1, s) for i, (f, s) in enumerate(text)}
-    return [SeedHit(fact_id=f, score=s, dense_rank=d_rank.get(f, (None, None))[0], dense_score=d_rank.get(f, (None, None))[1],
+    return [SeedHit(fact_id=f, score=s, routes={n: r[f][0] for n, r in (("fact_dense", d_rank), ("fact_bm25", t_rank)) if f in r},
+                    dense_rank=d_rank.get(f, (None, None))[0], dense_score=d_rank.get(f, (None, None))[1],
                     text_rank=t_rank.get(f, (None, None))[0], text_score=t_rank.get(f, (None, None))[1])
             for f, s in fused]
 
@@ -135,6 +190,40 @@ def traverse(store: GraphStore, user_id: str, seed_ids: Sequence[str], cfg: Retr
         sub = restrict(store.fetch(user_id, sorted(set(sub.facts) | missing), hops=cfg.max_hops), allowed_ids)
         rounds += 1
     return sub, rounds, capped or len(sub.facts) > cfg.max_facts
+
+
+def index_subgraph(index: RouteIndex, seed_ids: Sequence[str], cfg: RetrievalConfig, traverse: bool,
+                   allowed_ids: frozenset[str] | None = None) -> tuple[Subgraph, int, bool]:
+    """Like ``traverse`` (or a plain fetch when ``traverse`` is off), but from the route index: the
+    same snapshot the seeds came from, no store round trip."""
+    def ok(f: str) -> bool:
+        return f in index.facts and (allowed_ids is None or f in allowed_ids)
+
+    seen = [f for f in dict.fromkeys(seed_ids) if ok(f)]
+    rounds, capped = 0, False
+    if traverse:
+        have, frontier = set(seen), list(seen)
+        while frontier:
+            if len(have) >= cfg.max_facts:
+                capped = True
+                break
+            rounds += 1
+            nxt = []
+            for f in frontier:
+                for r in index.relations_of.get(f, ()):
+                    o = r.dst if r.src == f else r.src
+                    if o not in have and ok(o):
+                        have.add(o)
+                        nxt.append(o)
+            seen.extend(nxt)
+            frontier = nxt
+    facts = {f: index.facts[f] for f in seen}
+    rels = {r.key: r for f in facts for r in index.relations_of.get(f, ())
+            if allowed_ids is None or (r.src in allowed_ids and r.dst in allowed_ids)}
+    sub = Subgraph(facts=facts, relations=list(rels.values()),
+                   concept_of={f: index.concept_of[f] for f in facts if f in index.concept_of},
+                   concept_paths={f: index.concept_paths[f] for f in facts if f in index.concept_paths})
+    return sub, rounds, capped
 
 
 def components(ids: Sequence[str], edges: Sequence[tuple[str, str]]) -> dict[str, int]:
@@ -166,16 +255,22 @@ def _time_key(f: Fact) -> tuple[str, str]:
 
 def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Sequence[float] | None,
              cfg: RetrievalConfig | None = None, now: datetime | None = None,
-             allowed_ids: frozenset[str] | None = None) -> EvidenceBundle:
-    """Seeds + traversal + states. ``allowed_ids`` (None = all) restricts seeds, traversal and the relations
-    states are derived from; ``now`` is the instant states are derived at (graph/timeline.py sets both)."""
+             allowed_ids: frozenset[str] | None = None, index: RouteIndex | None = None) -> EvidenceBundle:
+    """``allowed_ids`` (time travel): when given, seeds, traversal and the relations used to derive
+    states are all restricted to these fact ids; ``now`` is the instant states are derived at (expiry)."""
     cfg = cfg or RetrievalConfig()
     now = now or utcnow()
     t0 = time.perf_counter()
-    seeds = seed_search(store, user_id, query, query_embedding, cfg, allowed_ids)
+    route_ms: dict[str, float] = {}
+    if index is not None:
+        seeds, route_ms = route_seeds(index, query, query_embedding, cfg, allowed_ids)
+    else:
+        seeds = seed_search(store, user_id, query, query_embedding, cfg, allowed_ids)
     t1 = time.perf_counter()
     seed_ids = [s.fact_id for s in seeds]
-    if cfg.traverse:
+    if index is not None:
+        sub, rounds, capped = index_subgraph(index, seed_ids, cfg, cfg.traverse, allowed_ids)
+    elif cfg.traverse:
         sub, rounds, capped = traverse(store, user_id, seed_ids, cfg, allowed_ids)
     else:
         sub, rounds, capped = restrict(store.fetch(user_id, seed_ids), allowed_ids), 0, False
@@ -201,6 +296,6 @@ def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Seque
     t3 = time.perf_counter()
     explain = Explain(query=query, k=cfg.k, seeds=seeds, added_by_traversal=[i for i in ids if i not in seed_score],
                       traversal_rounds=rounds, capped=capped,
-                      timings_ms={"seeds": (t1 - t0) * 1e3, "traverse": (t2 - t1) * 1e3, "assemble": (t3 - t2) * 1e3})
+                      timings_ms={"seeds": (t1 - t0) * 1e3, "traverse": (t2 - t1) * 1e3, "assemble": (t3 - t2) * 1e3, **route_ms})
     return EvidenceBundle(user_id=user_id, query=query, items=items, explain=explain)
 

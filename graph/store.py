@@ -65,6 +65,10 @@ class GraphStore(Protocol):
     def commit(self, changes: ChangeSet) -> None:
         """Write ``changes`` in one transaction; raise ConcurrentModification if the user's version moved."""
 
+    def version_token(self, user_id: str) -> str:
+        """A cheap token that changes whenever the user's data changes (per-user caches key on it;
+        a purged and recreated user must not repeat an old token)."""
+
     def vector_search(self, user_id: str, embedding: Sequence[float], k: int) -> list[tuple[str, float]]:
         """Top-k (fact_id, cosine) among this user's facts."""
 

@@ -24,8 +24,16 @@ class SegmentConfig(_Cfg):
 
 
 class OfflineExtractorConfig(_Cfg):
-    skip_roles: tuple[str, ...] = Field(default=("assistant", "system", "tool"),
-                                        description="Roles whose turns never yield facts (the assistant's words are not the user's facts).")
+    skip_roles: tuple[str, ...] = Field(default=("system", "tool"),
+                                        description="Roles whose turns never yield facts.")
+    evidence_roles: tuple[str, ...] = Field(default=("assistant",),
+                                            description="Roles whose turns yield only evidence facts (holder = the role, or "
+                                            "'document' for <information> excerpts), never the user's beliefs.")
+    max_evidence_facts_per_turn: int = Field(default=2, ge=0, description="Cap on the assistant's own sentences per turn "
+                                             "(only informative ones: claims, findings, corrections, recommendations).")
+    max_document_facts_per_turn: int = Field(default=6, ge=0, description="Cap on retrieved-document excerpts per turn.")
+    evidence_min_score: float = Field(default=2.0, description="Minimum evidence score (induction/evidence.py) of an "
+                                      "assistant sentence; chit-chat and advice addressed to the user score low.")
     min_words: int = Field(default=4, ge=1, description="Sentences shorter than this are chit-chat, not facts.")
     max_sentence_chars: int = Field(default=400, ge=40, description="Longer sentences are cut at a clause boundary for the statement.")
     turn_fallback: bool = Field(default=True, description="An informative turn without a first-person cue still yields its "

@@ -23,9 +23,10 @@ from collections.abc import Sequence
 from graph.models import FactKind
 from induction.config import OfflineExtractorConfig
 from induction.branch import OntologyBranch
+from induction.evidence import select_evidence
 from induction.extract import CandidateFact, Cue, ExtractionResult, make_fact_id
 from induction.session import Session
-from induction.timex import annotate, find_times
+from induction.timex import TimeRef, annotate, find_times
 
 _I = r"(?:I|I'm|I've|I'd|I'll|I am|Im|Ive)"
 _FIRST_PERSON = re.compile(rf"\b(?:{_I}|my|me|mine|myself|we|we're|we've|our|ours|us)\b|(?:^|\s)I\b", re.I)
@@ -81,6 +82,11 @@ EVENT = _rx(r"went", r"visited", r"attended", r"bought", r"started", r"finished"
             r"signed", r"launched", r"completed", r"hosted", r"performed", r"painted", r"made", r"built", r"had a",
             r"wrote", r"recorded", r"watched", r"read", r"saw", r"celebrated", r"tried", r"participated", r"enrolled",
             r"yesterday", r"last (?:week|month|year|weekend|night)", r"ago")
+# A claim the user frames or repeats ("the version that says: X", "I've always heard that X"): held by the
+# user as their preferred framing or belief; whether X is true is for evidence to say.
+FRAMING = re.compile(r"\b(?:version|line|account|framing|explanation|story|claim|quote|saying|phrase|hook|idea|"
+                     r"take|angle)\b[^:.!?]{0,80}:\s*\S|\b(?:I've|I have) (?:always )?(?:heard|read|been told) that\b|"
+                     r"\b(?:I|we) (?:always |usually )?(?:say|tell (?:people|them|everyone)|repeat) that\b", re.I)
 # Polarity: "not only" / "not just" are emphasis, not negation.
 # Polarity of a state. Emphasis ("not only", "can't wait", "never forget", "not alone") is not negation.
 NEGATION = re.compile(r"\b(?:not(?! only| just| merely| alone| bad| sure)|never(?! forget| been happier)|no longer|"
@@ -228,6 +234,9 @@ def classify_with_source(sentence: str) -> tuple[FactKind, bool]:
     mind about X") is provisionally a preference; adjudication may give it the kind of the state it
     replaces, since an update stays within its information type."""
     sentence = plain(sentence)
+    if FRAMING.search(sentence) and _FIRST_PERSON_STRICT.search(sentence):
+        # "I prefer the version that says: X" holds X as the user's preferred framing, not as a fact.
+        return "preference", True
     if CONSTRAINT.search(sentence) and _FIRST_PERSON_STRICT.search(sentence):
         return "constraint", True
     if PLAN.search(sentence):
@@ -265,14 +274,58 @@ class OfflineExtractor:
     def __init__(self, cfg: OfflineExtractorConfig | None = None):
         self.cfg = cfg or OfflineExtractorConfig()
         self._skip = {r.lower() for r in self.cfg.skip_roles}
+        self._evidence = {r.lower() for r in self.cfg.evidence_roles} - self._skip
 
     def extract(self, session: Session, branch: OntologyBranch | None = None) -> ExtractionResult:
         facts: list[CandidateFact] = []
         for seq, turn in enumerate(session.turns):
-            if turn.role.lower() in self._skip:
+            role = turn.role.lower()
+            if role in self._skip:
+                continue
+            if role in self._evidence:
+                facts.extend(self._evidence_facts(session, seq))
                 continue
             facts.extend(self._turn_facts(session, seq))
         return ExtractionResult(facts=facts)
+
+    def _evidence_facts(self, session: Session, seq: int) -> list[CandidateFact]:
+        """An assistant turn: only its informative sentences, as evidence held by the assistant (or by a
+        retrieved document), never as the user's state."""
+        turn = session.turns[seq]
+        text, tid, ref = turn.text, session.turn_id(seq), session.turn_time(seq)
+        cfg = self.cfg
+        picked = select_evidence(text, sentences(text), turn.role.lower(), cfg.max_evidence_facts_per_turn,
+                                 cfg.max_document_facts_per_turn, cfg.evidence_min_score)
+        out: list[CandidateFact] = []
+        for n, sp in enumerate(picked):
+            raw = text[sp.start:sp.end]
+            times = find_times(raw, ref)
+            clean = self._clean(raw, times)
+            quals: dict[str, str] = {"evidence_of": sp.holder}
+            if sp.source:
+                quals["source"] = sp.source[:120]
+            if times:
+                quals["when"] = times[0].iso
+                quals["time_expression"] = times[0].text
+            # A claim about the world held by someone else is a belief of that holder, whatever its tense:
+            # the policy treats non-user beliefs as evidence (policy/rule.py), never as the user's state.
+            kind: FactKind = "belief"
+            cues: tuple[Cue, ...] = ("negation",) if NEGATION.search(plain(raw)) else ()
+            statement = f"{sp.holder}: {clean}"
+            out.append(CandidateFact(
+                fact_id=make_fact_id(session.user_id, session.session_id, (tid,), statement, 100 + n),
+                statement=statement, kind=kind, holder=sp.holder, evidence=raw.strip(), source_turn_ids=(tid,),
+                order=(seq, n), observed_at=ref, valid_from=times[0].start if times else None, qualifiers=quals,
+                confidence=0.7, kind_certain=True, concept=(topic_of(raw if len(content_words(raw)) >= 3 else text),),
+                cues=cues))
+        return out
+
+    def _clean(self, raw: str, times: list[TimeRef]) -> str:
+        clean = re.sub(r"\s+", " ", re.sub(r"[*_`]{1,3}", "", annotate(raw, times))).strip()
+        if len(clean) > self.cfg.max_sentence_chars:
+            cut = clean.rfind(",", 0, self.cfg.max_sentence_chars)
+            clean = clean[: cut if cut > 80 else self.cfg.max_sentence_chars].rstrip(" ,;") + " …"
+        return clean
 
     def _informative(self, s: str) -> bool:
         if s.rstrip().endswith("?"):
@@ -313,10 +366,7 @@ class OfflineExtractor:
             if NEGATION.search(plain(raw)):
                 cues.append("negation")
             times = find_times(raw, ref)
-            clean = re.sub(r"\s+", " ", re.sub(r"[*_`]{1,3}", "", annotate(raw, times))).strip()
-            if len(clean) > self.cfg.max_sentence_chars:
-                cut = clean.rfind(",", 0, self.cfg.max_sentence_chars)
-                clean = clean[: cut if cut > 80 else self.cfg.max_sentence_chars].rstrip(" ,;") + " …"
+            clean = self._clean(raw, times)
             image = _IMAGE.fullmatch(raw.strip())
             if image:  # a shared photo: an event, described by its caption
                 kind, certain, cues = "event", True, []

@@ -8,9 +8,11 @@ from typing import Any, Protocol
 
 from graph.edits import AttachFact, EditBatch, apply_batch, undo
 from graph.retrieval import EvidenceBundle, RetrievalConfig, retrieve
+from graph.routes.index import RouteIndexCache
 from graph.snapshot import ChangeSet, Snapshot
 from graph.store import GraphStore, UnknownUser
-from graph.timeline import TimeView, allowed_ids, states_at
+from graph.timeline import TimeView, states_at
+from graph.timeline import allowed_ids as allowed_ids_at
 from llmclients.embeddings import Embedder, EmbedderConfig, make_embedder
 from memcore.retry import commit_with_retry
 from memcore.stores import StoreConfig, open_store
@@ -38,6 +40,9 @@ class Memory:
         self.store, self.embedder = store, embedder
         self.retrieval = retrieval or RetrievalConfig()
         self.max_commit_retries = max_commit_retries
+        # Per-user route index (retrieval vectors, turn index, entities, concepts), rebuilt when the
+        # store's version token moves; texts are embedded once (memoised) across versions.
+        self.routes = RouteIndexCache(lambda texts: self.embedder.embed(texts))
 
     @classmethod
     def from_settings(cls, settings: MemorySettings) -> Memory:
@@ -82,27 +87,38 @@ class Memory:
             raise UnknownUser(f"no memories are stored for user {user_id!r}")
 
     def retrieve(self, user_id: str, query: str, k: int | None = None, traverse: bool | None = None,
-                 as_of: datetime | None = None, known_at: datetime | None = None) -> EvidenceBundle:
-        """Seeds + traversal with relational states; ``as_of`` (valid time) and ``known_at`` (recorded
-        time) answer from the memory as it was then (graph/timeline.py)."""
-        cfg = self.retrieval.model_copy(update={k: v for k, v in {"k": k, "traverse": traverse}.items() if v is not None})
+                 as_of: datetime | None = None, known_at: datetime | None = None,
+                 allowed_ids: frozenset[str] | None = None, now: datetime | None = None,
+                 routes: tuple[str, ...] | None = None) -> EvidenceBundle:
+        """Seeds from the configured routes + traversal with relational states. ``as_of`` (valid time)
+        and ``known_at`` (recorded time) answer from the memory as it was then (graph/timeline.py);
+        ``allowed_ids``/``now`` are the lower-level form of the same restriction (graph.retrieval)."""
+        cfg = self.retrieval.model_copy(update={k: v for k, v in {"k": k, "traverse": traverse, "routes": routes}.items()
+                                                if v is not None})
         view = TimeView(as_of=as_of, known_at=known_at)
         t0 = time.perf_counter()
         qv = self.embedder.embed([query])[0]
         embed_ms = (time.perf_counter() - t0) * 1e3
+        t1 = time.perf_counter()
+        index = self.routes.get(self.store, user_id) if cfg.routes else None
+        index_ms = (time.perf_counter() - t1) * 1e3
         if view.is_now:
-            bundle = retrieve(self.store, user_id, query, qv.tolist(), cfg)
+            bundle = retrieve(self.store, user_id, query, qv.tolist(), cfg, now=now, allowed_ids=allowed_ids, index=index)
         else:
             self.require_user(user_id)
             snap = self.store.load_snapshot(user_id)
+            allowed = allowed_ids_at(snap.facts, view)
+            if allowed_ids is not None:
+                allowed = allowed & allowed_ids
             bundle = retrieve(self.store, user_id, query, qv.tolist(), cfg, now=view.evaluation_time(),
-                              allowed_ids=allowed_ids(snap.facts, view))
+                              allowed_ids=allowed, index=index)
             # retrieval derives states from the stored relations; the recorded-time view also hides the
             # relations, retractions and resolutions recorded after known_at, so states come from the view
             seen = states_at(snap, view, [i.fact.fact_id for i in bundle.items])
             bundle.items = [i.model_copy(update={"fact": seen[i.fact.fact_id][0],
                                                  "state": seen[i.fact.fact_id][1] if cfg.traverse else i.state})
                             for i in bundle.items if i.fact.fact_id in seen]
+        bundle.explain.timings_ms["index"] = index_ms
         if not bundle.items:
             self.require_user(user_id)
         bundle.explain.timings_ms["embed"] = embed_ms

@@ -44,7 +44,7 @@ def facts_block(bundle: EvidenceBundle, budget: int | None = None,
     cannot see that line's relational state; a closing "[F3]" can, and gives a tiny model one place
     to look up everything about F3 when it writes "F3: ...".
     """
-    text = render_context(bundle, budget=budget, with_state=True, count_tokens=count_tokens).text
+    text = render_context(bundle, budget=budget, with_state=True, count_tokens=count_tokens, style="full").text
     if not repeat_alias:
         return text
     return "\n".join(f"{line} {line.split(' ', 1)[0]}" if line.startswith("[F") else line for line in text.splitlines())

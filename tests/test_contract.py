@@ -87,12 +87,28 @@ def test_retrieval_pairs_update_with_its_counterpart(store: Any) -> None:
     assert [i.fact.fact_id for i in b2.items] == ["maya:beach"]
 
 
+def test_retrieval_restricted_to_allowed_ids(store: Any) -> None:
+    """Time travel: with ``allowed_ids`` the update made later is invisible to seeds, traversal and
+    the state of the fact it replaced (which is then current again)."""
+    vacation_user(store)
+    q = "beach holidays hiking trips"
+    allowed = frozenset({"maya:hiking", "maya:knee", "maya:sushi"})
+    b = retrieve(store, "maya", q, EMB.embed([q])[0].tolist(), RetrievalConfig(k=4), allowed_ids=allowed)
+    ids = {i.fact.fact_id for i in b.items}
+    assert ids and ids <= allowed and "maya:hiking" in ids
+    assert {i.fact.fact_id: i.state for i in b.items}["maya:hiking"].validity == "current"
+    full = retrieve(store, "maya", q, EMB.embed([q])[0].tolist(), RetrievalConfig(k=4))
+    assert {i.fact.fact_id: i.state for i in full.items}["maya:hiking"].validity == "superseded"
+
+
 def test_renderer_keeps_pairs_whole(store: Any) -> None:
     vacation_user(store)
     q = "beach holidays hiking"
     b = retrieve(store, "maya", q, EMB.embed([q])[0].tolist(), RetrievalConfig(k=4))
     full = render_context(b)
-    assert "replaced by" in full.text and "replaces" in full.text
+    assert "[superseded by " in full.text  # compact: one marker for the pair, on the replaced fact
+    verbose = render_context(b, style="full")
+    assert "replaced by" in verbose.text and "replaces" in verbose.text
     pair_cost = sum(len(line.split()) for line in full.text.splitlines() if "hiking" in line.lower() or "beach" in line.lower())
     for budget in range(1, full.tokens + 1):
         ctx = render_context(b, budget)

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from graph.routes.rank import ROUTES
 from evaluation.harness import Episode, EvalQuestion, Harness, HarnessConfig, time_ordered
 from evaluation.locomo import locomo_episodes, malformed_pieces
 from evaluation.metrics import whitespace_tokens
@@ -197,7 +198,8 @@ def test_report_files(embedded_memory: Memory, tmp_path: Path) -> None:
                 "unresolved_evidence", "ci", "differences", "paper_reference"):
         assert key in rep, key
     assert set(rep["baselines"]) == {"naive_rag", "bm25", "rrf", "naive_rag_budget", "full_context"}
-    assert set(rep["ablations"]) == {"no_traversal", "no_relational_states"}  # no_reasoning_state needs answers
+    # no_reasoning_state needs answers; every seed route is also left out in turn
+    assert set(rep["ablations"]) == {"no_traversal", "no_relational_states", *(f"no_route_{r}" for r in ROUTES)}
     assert rep["baselines"]["naive_rag_budget"]["context_tokens_mean"] <= 80
     paths = write_outputs(rep, tmp_path / "out", run.questions)
     names = {p.name for p in paths}

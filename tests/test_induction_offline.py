@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from induction.config import OfflineExtractorConfig
 from induction.offline import OfflineExtractor, change_cue, classify, sentences, topic_of
 from induction.session import Session
 from induction.validate import evidence_in_turn
@@ -79,7 +80,31 @@ def test_extraction_facts_times_holders_and_evidence() -> None:
         assert f.evidence in turn and evidence_in_turn(f.evidence, turn)
 
 
-def test_user_role_holder_and_assistant_skipped() -> None:
+def test_assistant_turns_yield_capped_evidence_held_by_the_assistant() -> None:
+    chatter = "I understand. That sounds like a thoughtful plan, and you might enjoy it."
+    claims = ("An independent evaluation found that Boreal preserved figures far more reliably than Atlas in 2025. "
+              "Vomitoriums were actually the entrances of Roman stadiums, not rooms for vomiting. "
+              "Several reviewers reported that Atlas was faster to configure. "
+              "Recent research shows that Cedar costs less than Delta for small teams.")
+    docs = ("<search>\nquery: boreal atlas\n</search>\n<information>\n[Procurement summary, 2026]\n"
+            "Model Boreal was not the easiest candidate, but reviewers considered its advantage material.\n</information>")
+    s = _session(("user", "I prefer the version that says: Atlas is the most accurate tool."), ("assistant", chatter),
+                 ("assistant", claims), ("assistant", docs), started=None)
+    facts = OfflineExtractor().extract(s, None).facts
+    user = [f for f in facts if f.holder == "user"]
+    assert len(user) == 1 and user[0].kind == "preference"  # a preferred framing, never a world fact
+    assert not [f for f in facts if f.source_turn_ids == ("s1:1",)]  # chit-chat yields nothing
+    own = [f for f in facts if f.source_turn_ids == ("s1:2",)]
+    assert len(own) == 2 and all(f.holder == "assistant" and f.kind == "belief" for f in own)  # capped per turn
+    assert all(f.statement.startswith("assistant: ") and f.evidence in claims for f in own)
+    doc = [f for f in facts if f.source_turn_ids == ("s1:3",)]
+    assert len(doc) == 1 and doc[0].holder == "document" and doc[0].qualifiers["source"] == "Procurement summary, 2026"
+    assert "query" not in doc[0].statement
+    off = OfflineExtractor(OfflineExtractorConfig(skip_roles=("assistant", "system"))).extract(s, None).facts
+    assert {f.holder for f in off} == {"user"}  # the old behaviour stays one setting away
+
+
+def test_user_role_holder_and_assistant_chitchat_skipped() -> None:
     s = _session(("user", "I'm vegetarian and I no longer eat fish."), ("assistant", "I love that you are vegetarian!"),
                  started=None)
     facts = OfflineExtractor().extract(s, None).facts

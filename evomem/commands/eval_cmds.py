@@ -54,6 +54,10 @@ class EvalOptions(LLMOptions):
                             "no Reasoning State).")
     retrieval: dict[str, Any] | None = Field(default=None, description="Seed-search overrides as JSON, e.g. "
                                              "'{\"dense_candidates\": 100, \"max_facts\": 60}' (graph.retrieval.RetrievalConfig).")
+    min_score_ratio: float | None = Field(default=None, gt=0, lt=1, description="Adaptive depth: stop rendering our "
+                                          "context where the fused seed score falls below this share of the top one.")
+    depth_ratios: list[float] | None = Field(default=None, description="Also score our context at these adaptive-depth "
+                                             "ratios (depth_<r> rows; rendering only, for calibration).")
     out: str | None = Field(default=None, description="Folder for report.json, report.md, questions.jsonl and PNG charts.")
     limit_conversations: int | None = Field(default=None, ge=1, description="Only the first N conversations (MemSyco: rows).")
     limit_sessions: int | None = Field(default=None, ge=1, description="Only the first N sessions of each conversation.")
@@ -187,6 +191,7 @@ def _run_dialogue(opts: EvalOptions, ing: Any, mem: Any, prefix: str, meta: dict
                 else beam.beam_episodes(opts.data, user_prefix=f"{prefix}beam-"))
     retrieval = RetrievalConfig.model_validate(mem.retrieval.model_dump() | {"k": opts.k} | (opts.retrieval or {}))
     cfg_kw: dict[str, Any] = {"k": opts.k, "budget": opts.budget, "baseline_k": opts.baseline_k, "ablations": opts.ablations,
+                              "min_score_ratio": opts.min_score_ratio, "depth_ratios": tuple(opts.depth_ratios or ()),
                               "retrieval": retrieval, "limit_conversations": opts.limit_conversations,
                               "limit_sessions": opts.limit_sessions, "limit_questions": opts.limit_questions,
                               "answer_prompt": "locomo" if opts.benchmark == "locomo" else "default"}

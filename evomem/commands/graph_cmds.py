@@ -75,7 +75,9 @@ def cmd_demo(opts: DemoOptions) -> int:
         b = mem.retrieve(req["user_id"], req["request"], k=opts.k)
         out["requests"].append({"user": req["user_id"], "request": req["request"], "bundle": b.model_dump(mode="json")})
         lines.append(f"[{req['user_id']}] {req['request']}")
-        lines.append("  seeds: " + ", ".join(f"{s.fact_id.split('::')[-1]} ({s.score:.4f})" for s in b.explain.seeds))
+        lines.append("  seeds: " + ", ".join(
+            f"{s.fact_id.split('::')[-1]} ({s.score:.4f}; " + " ".join(f"{r}#{n}" for r, n in s.routes.items()) + ")"
+            for s in b.explain.seeds))
         lines.append("  traversal added: " + (", ".join(i.split("::")[-1] for i in b.explain.added_by_traversal) or "nothing"))
         lines.extend(_state_line(it) for it in b.items)
         lines.append("")

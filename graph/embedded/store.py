@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -81,6 +82,10 @@ class EmbeddedStore:
         self._db_options = {} if checkpoint_threshold is None else {"checkpoint_threshold": checkpoint_threshold}
         self._lock = threading.RLock()
         self._index: dict[str, _UserCache] = {}
+        # version_token: this process is the store's only writer, so a per-user count of the writes it
+        # made (with a per-open nonce) changes exactly when the user's data does, without a query.
+        self._nonce = uuid.uuid4().hex[:12]
+        self._writes: dict[str, int] = {}
         self.recovered_wal = False  # True once an open replayed a WAL torn by a crash (logged too)
         self._open()
         if purge_pending(self.path):  # a purge committed before a crash, its rewrite did not finish
@@ -205,6 +210,7 @@ class EmbeddedStore:
                 raise
             finally:
                 self._index.pop(u, None)
+                self._writes[u] = self._writes.get(u, 0) + 1
 
     def commit(self, changes: ChangeSet) -> None:
         with self._versioned_tx(changes.user_id, changes.expected_version, "batch"):
@@ -243,6 +249,9 @@ class EmbeddedStore:
         self._rows(Q.DELETE_CONCEPTS, list(cs.concepts_delete), u)
 
     # -- retrieval reads --
+    def version_token(self, user_id: str) -> str:
+        return f"{self._nonce}:{self._writes.get(user_id, 0)}"
+
     def _search_index(self, user_id: str) -> _UserCache:
         idx = self._index.get(user_id)
         if idx is None:
@@ -280,12 +289,22 @@ class EmbeddedStore:
         return [(idx.ids[i], s) for i, s in idx.bm25.top(query, k)]
 
     def expand(self, user_id: str, fact_ids: Sequence[str], max_hops: int) -> set[str]:
-        ids = list(fact_ids)
-        if not ids:
+        # Breadth-first over the per-user relation cache: a variable-length Cypher match costs
+        # milliseconds per call in LadybugDB, and this process is the store's only writer, so the
+        # cache (rebuilt after every commit) is exact.
+        if not fact_ids:
             return set()
-        with self._lock:
-            rows = self._q(Q.EXPAND.format(hops=int(max_hops)), {"u": user_id, "ids": ids})
-        return {r[0] for r in rows} | {r[1] for r in rows if r[1] is not None}
+        cache = self._search_index(user_id)
+        known = set(cache.ids)
+        seen = {i for i in fact_ids if i in known}
+        frontier = set(seen)
+        for _ in range(int(max_hops)):
+            nxt = {r.dst if r.src == f else r.src for f in frontier for r in cache.relations.get(f, ())} - seen
+            if not nxt:
+                break
+            seen |= nxt
+            frontier = nxt
+        return seen
 
     def fetch(self, user_id: str, fact_ids: Sequence[str], hops: int = 0) -> Subgraph:
         # Relations and concept placement come from the per-user cache: LadybugDB relationship
@@ -338,6 +357,7 @@ class EmbeddedStore:
                 raise
             finally:
                 self._index.pop(user_id, None)
+                self._writes[user_id] = self._writes.get(user_id, 0) + 1
             self._finish_purge(n, was_pending)
         return n
 

@@ -207,6 +207,10 @@ class Neo4jStore:
         run(Q.DELETE_CONCEPTS, list(cs.concepts_delete))
 
     # -- retrieval reads --
+    def version_token(self, user_id: str) -> str:
+        rows = self._read(Q.CACHE_TOKEN, u=user_id)
+        return f"{rows[0]['v']}:{rows[0]['e']}" if rows else "none"
+
     def _embeddings(self, user_id: str) -> tuple[list[str], np.ndarray | None]:
         """This user's normalized embedding matrix, cached per user and checked on every search.
 

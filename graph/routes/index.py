@@ -1,0 +1,195 @@
+"""The per-user route index: what every seed route reads, built once per stored version.
+
+Built from the user's snapshot and turns (any backend: only protocol reads), so the routes are the
+same code for every store. Vectors come from the caller's embedder and are memoised by text, so a
+new version embeds only its new facts and turns.
+
+The *retrieval vector* of a fact encodes its holder with the statement ("Caroline: ...",
+"assistant: ..."): a request naming a person lands near that person's facts. The vector stored with
+the fact (its *identity* vector, used for duplicate detection and adjudication) stays bare, because
+the name pulls one speaker's facts together (docs/design-notes.md §14).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import numpy as np
+
+from graph.bm25 import BM25
+from graph.models import Fact, Relation, as_utc
+from graph.routes.clusters import centroids, leader_kmeans
+from graph.snapshot import Snapshot
+from graph.store import GraphStore
+
+Embed = Callable[[Sequence[str]], np.ndarray]
+_CAP = re.compile(r"\b[A-Z][a-zA-Z'\-]{2,}\b")
+# Capitalised words that name nobody: sentence openers, pronouns, days, months.
+_NOT_ENTITY = frozenset(
+    "the this that these those there then when what where which who why how yes yeah wow hey thanks thank "
+    "my our your his her their its and but for with from into about after before also just really very "
+    "i'm i've i'd i'll it's that's she's he's they're we're you're can't don't didn't won't isn't wasn't "
+    "user assistant monday tuesday wednesday thursday friday saturday sunday january february march april "
+    "may june july august september october november december today tomorrow yesterday last next "
+    "shared image photo picture".split())
+
+
+def retrieval_text(f: Fact) -> str:
+    """The statement as the retrieval vector reads it: with its holder unless it already opens with it."""
+    if f.holder in ("", "user") or f.statement.startswith(f"{f.holder}:"):
+        return f.statement
+    return f"{f.holder}: {f.statement}"
+
+
+def entities_of(text: str) -> set[str]:
+    """Lower-cased capitalised words that plausibly name a person, place or thing.
+
+    >>> sorted(entities_of("Caroline: I went to Sweden with Melanie. The trip was fun"))
+    ['caroline', 'melanie', 'sweden']
+    """
+    return {w.lower() for w in _CAP.findall(text) if w.lower() not in _NOT_ENTITY}
+
+
+def fact_time(f: Fact) -> datetime | None:
+    t = f.valid_from or f.observed_at or f.recorded_at
+    return as_utc(t).replace(tzinfo=None) if t else None
+
+
+@dataclass
+class RouteIndex:
+    user_id: str
+    token: str
+    facts: dict[str, Fact]
+    ids: list[str]  # row order of every per-fact array below
+    fmat: np.ndarray | None  # normalised retrieval vectors, one row per id
+    fbm25: BM25
+    holder: list[str]
+    turn_ids: list[str]
+    tmat: np.ndarray | None
+    tbm25: BM25
+    turn_facts: dict[str, list[int]]  # turn id -> rows of the facts that cite it
+    turn_rows: list[list[int]]  # per turn_ids entry: rows of the facts that cite it
+    entity_rows: dict[str, list[int]]  # entity -> rows of facts mentioning it
+    times: np.ndarray  # seconds since epoch per row (nan when unknown)
+    concept_rows: dict[str, list[int]]  # concept id -> rows
+    concept_ids: list[str]
+    cmat: np.ndarray | None  # normalised concept centroids, one row per concept_ids entry
+    latest: datetime | None  # latest session date: "last week" is resolved against it
+    row: dict[str, int] = field(default_factory=dict)
+    # The snapshot's relations and concept placement, so traversal and state derivation read the same
+    # version the seeds came from, without a store round trip (graph/retrieval.py: index_subgraph).
+    relations_of: dict[str, list[Relation]] = field(default_factory=dict)
+    concept_of: dict[str, str] = field(default_factory=dict)
+    concept_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+
+def _norm(m: np.ndarray) -> np.ndarray:
+    out: np.ndarray = np.asarray(m, dtype=np.float32)
+    out = out / (np.linalg.norm(out, axis=1, keepdims=True) + 1e-12)
+    return out
+
+
+class _Memo:
+    """Text -> vector, bounded (least recently used goes first)."""
+
+    def __init__(self, cap: int = 50_000):
+        self.cap, self.d = cap, OrderedDict[str, np.ndarray]()
+
+    def embed(self, embed: Embed, texts: Sequence[str]) -> np.ndarray | None:
+        if not texts:
+            return None
+        todo = list(dict.fromkeys(t for t in texts if t not in self.d))
+        for i in range(0, len(todo), 256):
+            chunk = todo[i:i + 256]
+            for t, v in zip(chunk, embed(chunk)):
+                self.d[t] = np.asarray(v, dtype=np.float32)
+        while len(self.d) > self.cap:
+            self.d.popitem(last=False)
+        return _norm(np.stack([self.d[t] for t in texts]))
+
+    def keep(self, texts: set[str]) -> None:
+        for t in [t for t in self.d if t not in texts]:
+            del self.d[t]
+
+
+def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: str, embed: Embed | None,
+                memo: _Memo | None = None) -> RouteIndex:
+    """``turns`` = (turn_id, role, text) of the user's stored turns."""
+    memo = memo or _Memo()
+    ids = sorted(snap.facts)
+    facts = dict(snap.facts)
+    rtexts = [retrieval_text(facts[i]) for i in ids]
+    row = {f: n for n, f in enumerate(ids)}
+    turn_facts: dict[str, list[int]] = {}
+    entity_rows: dict[str, list[int]] = {}
+    for n, i in enumerate(ids):
+        for t in facts[i].source_turn_ids:
+            turn_facts.setdefault(t, []).append(n)
+        for e in entities_of(rtexts[n]) | ({facts[i].holder.lower()} if facts[i].holder not in ("", "user") else set()):
+            entity_rows.setdefault(e, []).append(n)
+    turns = [t for t in turns if t[0] in turn_facts]  # a turn without facts can map to nothing
+    ttexts = [f"{role}: {text}" for _, role, text in turns]
+    fmat = memo.embed(embed, rtexts) if embed else None
+    tmat = memo.embed(embed, ttexts) if embed else None
+    memo.keep(set(rtexts) | set(ttexts))  # a purged fact's or turn's text does not outlive it here
+    when = [fact_time(facts[i]) for i in ids]
+    times = np.asarray([w.timestamp() if w is not None else np.nan for w in when], dtype=np.float64)
+    # Concepts for the concept route: induced from this user's own fact vectors (clusters), so the
+    # route lands in groups the data formed, not in a fixed topic list.
+    concept_rows: dict[str, list[int]] = {}
+    cmat = None
+    if fmat is not None and len(ids):
+        labels = leader_kmeans(fmat)
+        cmat = centroids(fmat, labels)
+        for n, lab in enumerate(labels):
+            concept_rows.setdefault(f"induced:{lab}", []).append(n)
+    else:
+        for f, c in snap.fact_concept.items():
+            if f in row:
+                concept_rows.setdefault(c, []).append(row[f])
+    concept_ids = sorted(concept_rows, key=lambda c: int(c.split(":")[1]) if c.startswith("induced:") else 0)
+    obs = [as_utc(f.observed_at).replace(tzinfo=None) for f in facts.values() if f.observed_at]
+    relations_of: dict[str, list[Relation]] = {}
+    for rel in snap.relations.values():
+        relations_of.setdefault(rel.src, []).append(rel)
+        relations_of.setdefault(rel.dst, []).append(rel)
+    paths = {c: snap.concept_path(c) for c in set(snap.fact_concept.values())}
+    return RouteIndex(user_id=snap.user_id, token=token, facts=facts, ids=ids, fmat=fmat, fbm25=BM25(rtexts),
+                      holder=[facts[i].holder for i in ids], turn_ids=[t[0] for t in turns], tmat=tmat,
+                      tbm25=BM25(ttexts), turn_facts=turn_facts,
+                      turn_rows=[turn_facts[t[0]] for t in turns], entity_rows=entity_rows, times=times,
+                      concept_rows=concept_rows, concept_ids=concept_ids, cmat=cmat, latest=max(obs) if obs else None,
+                      row=row, relations_of=relations_of, concept_of=dict(snap.fact_concept),
+                      concept_paths={f: paths[c] for f, c in snap.fact_concept.items()})
+
+
+class RouteIndexCache:
+    """One RouteIndex per user, rebuilt when the store's version token moves (LRU over users)."""
+
+    def __init__(self, embed: Embed | None, max_users: int = 64):
+        self.embed, self.max_users = embed, max_users
+        self._memos: dict[str, _Memo] = {}  # per user, so each holds exactly that user's current texts
+        self._d: OrderedDict[str, RouteIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, store: GraphStore, user_id: str) -> RouteIndex:
+        token = store.version_token(user_id)
+        with self._lock:
+            hit = self._d.get(user_id)
+            if hit is not None and hit.token == token:
+                self._d.move_to_end(user_id)
+                return hit
+        snap = store.load_snapshot(user_id)
+        turns = [(t.turn_id, t.role, t.text) for t in store.turns(user_id, sorted(snap.turn_ids))] if snap.turn_ids else []
+        with self._lock:
+            idx = build_index(snap, turns, token, self.embed, self._memos.setdefault(user_id, _Memo()))
+            self._d[user_id] = idx
+            while len(self._d) > self.max_users:
+                gone, _ = self._d.popitem(last=False)
+                self._memos.pop(gone, None)
+        return idx

@@ -1,0 +1,152 @@
+"""The seed routes. Each ranks this user's facts for a request from the RouteIndex and returns
+``(fact_id, score, rank)`` best first; rank starts at 1 and may repeat (the facts of one turn share
+that turn's rank). ``allowed`` (a boolean row mask, or None) hides facts outside a time-travel view.
+
+- fact_dense: cosine of the request to each fact's retrieval vector (statement with its holder).
+- fact_bm25: BM25 over the same text.
+- turn_dense / turn_bm25: rank the stored turns, then hand each turn's rank to the facts citing it
+  (a question phrased like the conversation finds the turn even when the fact reworded it).
+- concept: the concepts whose centroid is nearest the request, their facts by cosine.
+- entity: facts naming the people, places and things the request names (rarer names weigh more).
+- time: facts dated inside the window the request names ("in May 2023", "last week" against the
+  latest session date), by cosine.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Literal
+
+import numpy as np
+
+from graph.routes.index import RouteIndex, entities_of
+from graph.routes.timeq import time_window
+
+RouteName = Literal["fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "entity", "time"]
+ROUTES: tuple[RouteName, ...] = ("fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "entity", "time")
+Hit = tuple[str, float, int]
+Mask = np.ndarray | None
+
+
+def _top(scores: np.ndarray, n: int) -> np.ndarray:
+    """Indices of the n largest finite scores, best first (ties by index)."""
+    ok = np.flatnonzero(np.isfinite(scores))
+    if not len(ok) or n <= 0:
+        return ok[:0]
+    n = min(n, len(ok))
+    sub = scores[ok]
+    part = ok[np.argpartition(-sub, n - 1)[:n]]
+    return part[np.lexsort((part, -scores[part]))]
+
+
+def _masked(sims: np.ndarray, allowed: Mask) -> np.ndarray:
+    if allowed is None:
+        return sims
+    out = sims.astype(float, copy=True)
+    out[~allowed] = -np.inf
+    return out
+
+
+class RouteContext:
+    """One request against one index; the fact cosines are computed once and shared by the routes."""
+
+    def __init__(self, idx: RouteIndex, query: str, qv: np.ndarray | None, allowed: Mask, n: int):
+        self.idx, self.query, self.allowed, self.n = idx, query, allowed, n
+        self.qv = None if qv is None else np.asarray(qv, dtype=np.float32) / (np.linalg.norm(qv) + 1e-12)
+        self._fsims: np.ndarray | None = None
+
+    @property
+    def fsims(self) -> np.ndarray | None:
+        if self._fsims is None and self.qv is not None and self.idx.fmat is not None:
+            self._fsims = self.idx.fmat @ self.qv
+        return self._fsims
+
+    def _rank_rows(self, rows: np.ndarray, key: np.ndarray) -> list[Hit]:
+        order = rows[np.lexsort((rows, -key[rows]))][: self.n]
+        return [(self.idx.ids[r], float(key[r]), k) for k, r in enumerate(order, start=1)]
+
+    def _ok(self, rows: list[int] | np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=int)
+        return rows if self.allowed is None else rows[self.allowed[rows]]
+
+    def fact_dense(self) -> list[Hit]:
+        s = self.fsims
+        if s is None:
+            return []
+        s = _masked(s, self.allowed)
+        return [(self.idx.ids[r], float(s[r]), k) for k, r in enumerate(_top(s, self.n), start=1)]
+
+    def fact_bm25(self) -> list[Hit]:
+        sc = self.idx.fbm25.sparse_scores(self.query)
+        rows = sorted((r for r, v in sc.items() if v > 0 and (self.allowed is None or self.allowed[r])),
+                      key=lambda r: (-sc[r], r))[: self.n]
+        return [(self.idx.ids[r], sc[r], k) for k, r in enumerate(rows, start=1)]
+
+    def _turns_to_facts(self, ranked: list[tuple[int, float]]) -> list[Hit]:
+        out: list[Hit] = []
+        fs = self.fsims
+        ids, rows_of, allowed = self.idx.ids, self.idx.turn_rows, self.allowed
+        for k, (t, score) in enumerate(ranked, start=1):
+            rows = rows_of[t]
+            if allowed is not None:
+                rows = [r for r in rows if allowed[r]]
+            if fs is not None and len(rows) > 1:
+                rows = sorted(rows, key=lambda r: -float(fs[r]))
+            out.extend((ids[r], score, k) for r in rows)
+            if len(out) >= self.n:
+                break
+        return out[: self.n]
+
+    def turn_dense(self) -> list[Hit]:
+        if self.qv is None or self.idx.tmat is None:
+            return []
+        s = self.idx.tmat @ self.qv
+        return self._turns_to_facts([(int(t), float(s[t])) for t in _top(s, self.n)])
+
+    def turn_bm25(self) -> list[Hit]:
+        sc = self.idx.tbm25.sparse_scores(self.query)
+        top = sorted((t for t, v in sc.items() if v > 0), key=lambda t: (-sc[t], t))[: self.n]
+        return self._turns_to_facts([(t, sc[t]) for t in top])
+
+    def _by_cosine(self, rows: np.ndarray, bonus: np.ndarray | None = None) -> list[Hit]:
+        rows = self._ok(rows)
+        if not len(rows):
+            return []
+        key = np.zeros(len(self.idx.ids))
+        if self.fsims is not None:
+            key[rows] = self.fsims[rows]
+        if bonus is not None:
+            key[rows] += bonus[rows]
+        return self._rank_rows(rows, key)
+
+    def concept(self, top_concepts: int = 2) -> list[Hit]:
+        if self.qv is None or self.idx.cmat is None:
+            return []
+        cs = _top(self.idx.cmat @ self.qv, top_concepts)
+        rows = np.unique(np.concatenate([np.asarray(self.idx.concept_rows[self.idx.concept_ids[c]], dtype=int) for c in cs]))
+        return self._by_cosine(rows)
+
+    def entity(self) -> list[Hit]:
+        n = max(len(self.idx.ids), 1)
+        named = [e for e in entities_of(self.query) if e in self.idx.entity_rows]
+        if not named:
+            return []
+        bonus = np.zeros(len(self.idx.ids))
+        for e in named:  # idf: a rare name says more than the speaker named in every question
+            bonus[self.idx.entity_rows[e]] += math.log(1 + n / len(self.idx.entity_rows[e]))
+        return self._by_cosine(np.flatnonzero(bonus), bonus)
+
+    def time(self) -> list[Hit]:
+        win = time_window(self.query, self.idx.latest)
+        if win is None:
+            return []
+        lo, hi = (w.timestamp() for w in win)
+        with np.errstate(invalid="ignore"):
+            rows = np.flatnonzero((self.idx.times >= lo) & (self.idx.times < hi))
+        return self._by_cosine(rows)
+
+    def run(self, name: RouteName) -> list[Hit]:
+        fn: Callable[[], list[Hit]] = getattr(self, name)
+        return fn()
+

@@ -1,0 +1,153 @@
+"""Seed routes, their fusion, and the induced concept edits (logic only: fakes where no store is needed)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graph.edits import CreateConcept, MergeConcepts, SplitConcept
+from graph.embedded.store import EmbeddedStore
+from graph.models import Concept, Fact
+from graph.retrieval import RetrievalConfig, fuse_routes
+from graph.routes.index import entities_of, retrieval_text
+from graph.routes.timeq import time_window
+from graph.snapshot import Snapshot
+from induction.concepts import ConceptInductionConfig, characteristic_terms, induce_tree, plan_concept_edits
+from memcore.memory import Memory
+from tests.test_contract import EMB, vacation_user
+
+REF = datetime(2023, 8, 20, 15, 0)
+
+
+@pytest.mark.parametrize("query, window", [
+    ("What did Caroline do in May 2023?", (datetime(2023, 5, 1), datetime(2023, 6, 1))),
+    ("what happened in 2022", (datetime(2022, 1, 1), datetime(2023, 1, 1))),
+    ("where did I go last week?", (datetime(2023, 8, 13), datetime(2023, 8, 21))),
+    ("what did I eat yesterday", (datetime(2023, 8, 19), datetime(2023, 8, 20))),
+    ("what did we do in December", (datetime(2022, 12, 1), datetime(2023, 1, 1))),  # the last December before REF
+    ("what do I like to eat", None),
+])
+def test_time_window(query: str, window: tuple[datetime, datetime] | None) -> None:
+    assert time_window(query, REF) == window
+
+
+def test_entities_and_retrieval_text() -> None:
+    assert entities_of("Caroline: I went to Sweden. The trip was great") == {"caroline", "sweden"}
+    f = Fact(fact_id="f", user_id="u", statement="went to Sweden", holder="Caroline")
+    assert retrieval_text(f) == "Caroline: went to Sweden"
+    assert retrieval_text(f.model_copy(update={"statement": "Caroline: went to Sweden"})) == "Caroline: went to Sweden"
+    assert retrieval_text(f.model_copy(update={"holder": "user"})) == "went to Sweden"
+
+
+def test_fusion_rewards_agreement_and_weighs_holders() -> None:
+    cfg = RetrievalConfig(k=3)
+    hits = {"fact_dense": [("a", 0.9, 1), ("b", 0.8, 2)], "fact_bm25": [("b", 5.0, 1)], "turn_dense": [("c", 0.7, 1)]}
+    seeds = fuse_routes(hits, cfg, {})
+    assert [s.fact_id for s in seeds] == ["b", "a", "c"]  # two routes beat one
+    assert seeds[0].routes == {"fact_dense": 2, "fact_bm25": 1}
+    # The same support, said by the assistant: it ranks below the user's fact.
+    seeds = fuse_routes({"fact_dense": [("x", 0.9, 1), ("y", 0.8, 2)]}, cfg, {"x": "assistant", "y": "user"})
+    assert [s.fact_id for s in seeds] == ["y", "x"]
+
+
+def test_memory_retrieve_explains_routes_and_respects_allowed_ids(tmp_path: Path) -> None:
+    store = EmbeddedStore(tmp_path / "db")
+    store.setup()
+    vacation_user(store)
+    mem = Memory(store, EMB)
+    b = mem.retrieve("maya", "beach trips for holidays")
+    top = b.explain.seeds[0]
+    assert top.fact_id == "maya:beach" and {"fact_dense", "fact_bm25", "turn_bm25"} <= set(top.routes)
+    assert all(k.startswith("route_") for k in b.explain.timings_ms if "route" in k)
+    token = store.version_token("maya")
+    only = frozenset({"maya:knee", "maya:sushi"})
+    b2 = mem.retrieve("maya", "beach trips for holidays", allowed_ids=only)
+    assert {i.fact.fact_id for i in b2.items} <= only
+    b3 = mem.retrieve("maya", "beach trips", routes=("fact_bm25",))
+    assert all(set(s.routes) == {"fact_bm25"} for s in b3.explain.seeds)
+    assert store.version_token("maya") == token  # reads do not move the token
+    store.close()
+
+
+def _blobs(rng: np.random.Generator, centre: np.ndarray, n: int) -> np.ndarray:
+    return centre + 0.05 * rng.standard_normal((n, len(centre)))
+
+
+def test_induced_tree_and_names() -> None:
+    rng = np.random.default_rng(0)
+    a, b = np.eye(8)[0], np.eye(8)[1]
+    vec = np.vstack([_blobs(rng, a, 6), _blobs(rng, b, 6)])
+    texts = [f"my dog {w} walks" for w in "abcdef"] + [f"the piano lesson {w} music" for w in "abcdef"]
+    tree = induce_tree([f"f{i}" for i in range(12)], vec, texts, ConceptInductionConfig(min_cluster=3))
+    assert sorted(len(c.fact_ids) for c in tree) == [6, 6]
+    assert {tree[0].name.split(" / ")[0], tree[1].name.split(" / ")[0]} & {"dog", "walks", "piano", "lesson", "music"}
+    assert characteristic_terms(texts[:6], texts, 1)[0] in {"dog", "walks"}
+
+
+def test_plan_creates_merges_and_splits() -> None:
+    rng = np.random.default_rng(1)
+    e = np.eye(8)
+    u = "u"
+    snap = Snapshot(user_id=u)
+    snap.concepts = {c: Concept(concept_id=c, user_id=u, name=c) for c in (f"{u}::root", "pets", "dogs", "mixed")}
+    snap.parent = {"pets": f"{u}::root", "dogs": f"{u}::root", "mixed": f"{u}::root"}
+    vectors: dict[str, np.ndarray] = {}
+    texts: dict[str, str] = {}
+
+    def put(concept: str | None, prefix: str, centre: np.ndarray, n: int, words: str) -> list[str]:
+        ids = [f"{prefix}{i}" for i in range(n)]
+        for i, v in zip(ids, _blobs(rng, centre, n)):
+            vectors[i], texts[i] = v, f"{words} {i}"
+            if concept:
+                snap.fact_concept[i] = concept
+        return ids
+
+    put("pets", "p", e[0], 5, "my dog")
+    put("dogs", "d", e[0], 4, "the puppy")          # converges with pets: MERGE into the larger
+    put("mixed", "m", e[1], 15, "piano music")       # mixed grew two unrelated halves: SPLIT
+    put("mixed", "n", e[2], 15, "tax money")
+    new = put(None, "x", e[3], 5, "hiking trail")    # near nothing: a cluster of its own, CREATE
+    near = put(None, "y", e[0], 1, "dog food")       # joins the dog concept
+    edits, place = plan_concept_edits(snap, vectors, texts, new + near, ConceptInductionConfig(min_cluster=4, split_min=20))
+    merge = next(x for x in edits if isinstance(x, MergeConcepts))
+    split = next(x for x in edits if isinstance(x, SplitConcept))
+    created = next(x for x in edits if isinstance(x, CreateConcept))
+    assert merge.source_id == "dogs" and merge.target_id == "pets"
+    assert split.concept_id == "mixed" and sorted(len(c.fact_ids) for c in split.children) == [15, 15]
+    assert {c.fact_ids[0][0] for c in split.children} == {"m", "n"}
+    assert all(place[f] == created.concept_id for f in new)
+    assert {"hiking", "trail"} & set(created.name.split(" / "))
+    assert place[near[0]] == "pets"
+
+
+def test_purged_fact_leaves_the_route_index_and_its_memo(tmp_path: Path) -> None:
+    from graph.store import PurgeSet
+
+    store = EmbeddedStore(tmp_path / "db")
+    store.setup()
+    vacation_user(store)
+    mem = Memory(store, EMB)
+    assert "maya:sushi" in {s.fact_id for s in mem.retrieve("maya", "sushi restaurants").explain.seeds}
+    store.purge_items(PurgeSet(user_id="maya", expected_version=store.load_snapshot("maya").version, fact_ids=("maya:sushi",)))
+    b = mem.retrieve("maya", "sushi restaurants")
+    assert "maya:sushi" not in {i.fact.fact_id for i in b.items}
+    assert not any("sushi" in t for t in mem.routes._memos["maya"].d)
+    store.close()
+
+
+def test_traversal_from_the_route_index_pairs_updates(tmp_path: Path) -> None:
+    store = EmbeddedStore(tmp_path / "db")
+    store.setup()
+    vacation_user(store)
+    mem = Memory(store, EMB)
+    b = mem.retrieve("maya", "beach trips for holidays", k=1)
+    states = {i.fact.fact_id: i.state.validity for i in b.items}
+    assert states == {"maya:beach": "current", "maya:hiking": "superseded"}
+    assert b.explain.added_by_traversal == ["maya:hiking"] and b.items[0].state.concept_path == ("memory", "travel")
+    assert {i.fact.fact_id for i in mem.retrieve("maya", "beach trips for holidays", k=1, traverse=False).items} == {"maya:beach"}
+    old = mem.retrieve("maya", "hiking trips", k=1, allowed_ids=frozenset({"maya:hiking", "maya:knee"}))
+    assert {i.fact.fact_id: i.state.validity for i in old.items} == {"maya:hiking": "current"}
+    store.close()
