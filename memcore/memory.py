@@ -109,7 +109,7 @@ class Memory:
             snap = self.store.load_snapshot(user_id)
             allowed = allowed_ids_at(snap.facts, view)
             if allowed_ids is not None:
-                allowed = allowed & allowed_ids
+                allowed = allowed_ids if allowed is None else allowed & allowed_ids
             bundle = retrieve(self.store, user_id, query, qv.tolist(), cfg, now=view.evaluation_time(),
                               allowed_ids=allowed, index=index)
             # retrieval derives states from the stored relations; the recorded-time view also hides the
