@@ -20,7 +20,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from graph.retrieval import EvidenceBundle, EvidenceItem
+from graph.evidence import EvidenceBundle, EvidenceItem
 
 
 def whitespace_tokens(text: str) -> int:

@@ -18,6 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import numpy as np
 
+from graph.evidence import EvidenceBundle as EvidenceBundle
+from graph.evidence import EvidenceItem as EvidenceItem
+from graph.evidence import Explain as Explain
+from graph.evidence import SeedHit as SeedHit
 from graph.models import Fact, Relation, RelationalState, utcnow
 from graph.routes.index import RouteIndex
 from graph.routes.rank import ROUTES, RouteContext, RouteName
@@ -41,48 +45,6 @@ class RetrievalConfig(BaseModel):
     holder_weights: dict[str, float] = Field(default_factory=lambda: {"assistant": 0.5}, description=(
         "Fused-score factor by fact holder: what the assistant said counts as evidence but ranks below "
         "what the user said at equal route support, so assistant chatter cannot crowd out user facts."))
-
-
-class SeedHit(BaseModel):
-    fact_id: str
-    score: float
-    routes: dict[str, int] = Field(default_factory=dict, description="Route -> rank at which that route found it.")
-    dense_rank: int | None = None
-    dense_score: float | None = None
-    text_rank: int | None = None
-    text_score: float | None = None
-
-
-class EvidenceItem(BaseModel):
-    alias: str = Field(description="Short handle used in rendered context and reasoning states (F1, F2, ...).")
-    fact: Fact
-    state: RelationalState
-    seed: bool
-    score: float | None = None
-    group: int
-
-
-class Explain(BaseModel):
-    query: str
-    k: int
-    seeds: list[SeedHit]
-    added_by_traversal: list[str]
-    traversal_rounds: int = 0
-    capped: bool = False
-    timings_ms: dict[str, float] = Field(default_factory=dict)
-
-
-class EvidenceBundle(BaseModel):
-    user_id: str
-    query: str
-    items: list[EvidenceItem]
-    explain: Explain
-
-    def by_id(self) -> dict[str, EvidenceItem]:
-        return {i.fact.fact_id: i for i in self.items}
-
-    def alias_of(self) -> dict[str, str]:
-        return {i.fact.fact_id: i.alias for i in self.items}
 
 
 def fuse_routes(hits: dict[str, list[tuple[str, float, int]]], cfg: RetrievalConfig,

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from graph.models import Edit, Fact, RelationalState, Turn
 from graph.render import RenderedContext
-from graph.retrieval import Explain
+from graph.evidence import Explain
 from policy.state import ReasoningState
 
 

@@ -74,6 +74,8 @@ def _rows(store: Path, neo4j: str, locked: tuple[Path, int]) -> dict[str, tuple[
                     "Suggest a vacation"], "cannot reach model server"),
         "build-data": (["build-data", "--out", str(store.parent / "d"), "--synthetic-n", "0", "--memsyco-root",
                         str(store.parent / "no-memsyco")], "no-memsyco"),
+        "build-instances": (["build-instances", "--out", str(store.parent / "bi"), "--synthetic-n", "0",
+                             "--memsyco-root", str(store.parent / "no-memsyco")], "no-memsyco"),
         "train-policy": (["train-policy", "--config", "grpo-qwen3-4b"], "run `evomem build-data --out data/policy` first"),
         "export": (["export", *s, "--user", "ghost", "--out", str(store.parent / "ghost.jsonl")],
                    "no memories are stored for user 'ghost'"),
