@@ -23,6 +23,7 @@ located at its most similar user turn; retrieved = that turn is in the top K; tu
 from __future__ import annotations
 
 import time
+from collections import Counter
 from functools import partial
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -53,6 +54,8 @@ class TaskRow(BaseModel):
     marked: bool
     baseline_retrieved: bool
     facts: int
+    fact_kind: str | None = None
+    fact_validity: str | None = None
     error: str | None = None
 
 
@@ -129,13 +132,16 @@ def evaluate_task(rows: Sequence[MemsycoRow], task: str, ingestor: Ingestor, k: 
                 if sims[j] >= threshold and ids[j] in by_id:
                     got.append(by_id[ids[j]])
         out.append(TaskRow(id=row.id, gold_retrieved=bool(got), marked=any(is_marked(it) for it in got),
-                           baseline_retrieved=base, facts=len(ids)))
+                           baseline_retrieved=base, facts=len(ids), fact_kind=got[0].fact.kind if got else None,
+                           fact_validity=got[0].state.validity if got else None))
         if progress:
             progress(n + 1, len(rows))
     g = [float(r.gold_retrieved) for r in out]
     m = [float(r.marked) for r in out]
     b = [float(r.baseline_retrieved) for r in out]
     return {"gold_retrieved": _mean(g), "marked": _mean(m), "marker": marker, "n_rows": len(out),
+            "retrieved_kinds": dict(Counter(r.fact_kind for r in out if r.fact_kind).most_common()),
+            "retrieved_validity": dict(Counter(r.fact_validity for r in out if r.fact_validity).most_common()),
             "errors": sum(1 for r in out if r.error), "ci": {"gold_retrieved": bootstrap_ci(g), "marked": bootstrap_ci(m)},
             "baseline": {"naive_rag": {"gold_retrieved": _mean(b), "marked": 0.0}}}
 

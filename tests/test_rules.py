@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from graph.models import Fact, Relation
-from graph.rules import can_conflict, can_supersede, derive_state, derive_validity, has_cycle
+from graph.rules import can_conflict, can_supersede, derive_state, derive_validity, has_cycle, may_conflict, may_supersede
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 PAST = NOW - timedelta(days=1)
@@ -52,7 +52,35 @@ SUPERSEDE_CASES = [
     ("event", "plan", True),
     ("belief", "event", False),
     ("circumstance", "circumstance", True),
+    ("preference", "experience", True),  # an experience outgrown: what it implied is replaced
+    ("preference", "event", True),
+    ("experience", "preference", True),
+    ("event", "experience", False),  # one happening does not replace another
 ]
+
+
+DIRECTION_CASES = [
+    # (new kind, old kind, new holder, old holder, new is later, allowed)
+    ("preference", "preference", "user", "user", True, True),
+    ("preference", "preference", "user", "user", False, False),  # an old preference restated later: no flip
+    ("preference", "experience", "user", "user", True, True),
+    ("belief", "preference", "document", "user", True, False),  # evidence disputes, never replaces
+    ("preference", "preference", "Ann", "Bob", True, False),  # another person's preference
+    ("event", "preference", "user", "user", True, False),
+]
+
+
+@pytest.mark.parametrize("nk,ok_,nh,oh,later,ok", DIRECTION_CASES)
+def test_may_supersede_direction(nk: str, ok_: str, nh: str, oh: str, later: bool, ok: bool) -> None:
+    assert may_supersede(nk, ok_, nh, oh, later) is ok
+
+
+@pytest.mark.parametrize("a,b,ha,hb,ok", [
+    ("preference", "belief", "user", "document", True), ("belief", "preference", "assistant", "user", True),
+    ("preference", "preference", "user", "user", True), ("preference", "preference", "Ann", "Bob", False),
+    ("belief", "belief", "assistant", "document", False), ("event", "plan", "user", "user", False)])
+def test_may_conflict_holders(a: str, b: str, ha: str, hb: str, ok: bool) -> None:
+    assert may_conflict(a, b, ha, hb) is ok
 
 
 @pytest.mark.parametrize("new,old,ok", SUPERSEDE_CASES)
