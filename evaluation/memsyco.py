@@ -147,6 +147,7 @@ def evaluate_task(rows: Sequence[MemsycoRow], task: str, ingestor: Ingestor, k: 
 
 
 def memsyco_report(data: str | Path, ingestor: Ingestor, k: int = 10, threshold: float = 0.45, limit: int | None = None,
+                   skip: int = 0,
                    tasks: Sequence[str] | None = None, user_prefix: str = "memsyco-",
                    progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """All MemSyco-Bench task files found in ``data``; the top level is valid_memory_selection."""
@@ -165,18 +166,20 @@ def memsyco_report(data: str | Path, ingestor: Ingestor, k: int = 10, threshold:
     try:
         if UPDATE_FILE[:-6] in present:
             vms = evaluate_memsyco(root, ingestor, MemsycoEvalConfig(file=UPDATE_FILE, k=k, match_threshold=threshold,
-                                                                     limit=limit),
+                                                                     limit=limit, skip=skip),
                                    (lambda n, tot: progress(UPDATE_FILE[:-6], n, tot)) if progress else None)
             rows = vms.rows
             rep.update(vms.model_dump(mode="json", exclude={"rows"}))
             rep["ci"] = {f: bootstrap_ci([float(getattr(r, f)) for r in rows]) for f in ("current_hit", "outdated_leak", "order")}
             vrows = [r for r in load_memsyco(root / UPDATE_FILE) if r.policy == "update" or any(i.status == "current" for i in r.items)]
+            vrows = vrows[skip:]
             rep["baselines"] = {"naive_rag": vms_baseline(vrows[:limit] if limit else vrows, mem.embedder.embed, k)}
         rep["tasks"] = {}
         for task in present:
             if task == UPDATE_FILE[:-6]:
                 continue
             task_rows = load_memsyco(root / f"{task}.jsonl", user_prefix=f"{user_prefix}{task}-")
+            task_rows = task_rows[skip:]
             task_rows = task_rows[:limit] if limit else task_rows
             rep["tasks"][task] = evaluate_task(task_rows, task, ingestor, k, threshold,
                                                partial(progress, task) if progress else None)

@@ -67,6 +67,7 @@ class MemsycoEvalConfig(BaseModel):
     match_threshold: float = Field(default=0.45, ge=0.0, le=1.0,
                                    description="Min cosine (MiniLM by default) for a stored fact to match a gold item part.")
     limit: int | None = Field(default=None, ge=1, description="Score only the first N rows (quick runs).")
+    skip: int = Field(default=0, ge=0, description="Leave out the first N rows (e.g. the rows a model was trained on).")
 
 
 class RowResult(BaseModel):
@@ -167,6 +168,7 @@ def evaluate_memsyco(data_dir: str | Path, ingestor: Ingestor, cfg: MemsycoEvalC
     cfg = cfg or MemsycoEvalConfig()
     rows = load_memsyco(Path(data_dir) / cfg.file)
     rows = [r for r in rows if r.policy == "update" or any(i.status == "current" for i in r.items)]
+    rows = rows[cfg.skip:]
     if cfg.limit:
         rows = rows[: cfg.limit]
     mem = ingestor.memory

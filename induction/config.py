@@ -77,6 +77,9 @@ class RelationModelConfig(_Cfg):
                                        "fact of the same holder replaces a candidate partner.")
     conflict_threshold: float = Field(default=0.5, ge=0.0, le=1.0, description="P(conflicts_with) at/above which a conflict "
                                       "is recorded (same holder, or a person vs outside evidence).")
+    same_holder_conflict_threshold: float = Field(default=0.8, ge=0.0, le=1.0, description="Stricter bar for a conflict "
+                                                  "between two statements of one holder (a person rarely contradicts "
+                                                  "themself without a change; a false dispute hides a current fact).")
     duplicate_threshold: float = Field(default=0.9, ge=0.0, le=1.0, description="P(duplicate) at/above which a new fact "
                                        "is dropped as a restatement of an older one of the same holder.")
     max_candidates: int = Field(default=12, ge=1, le=100, description="Candidate partners scored per new fact, closest first.")

@@ -23,7 +23,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from induction.relations.features import LABELS, STRUCT_NAMES
-from induction.relations.model import ARTEFACT_DIR, DEFAULT_NAME, FitParams, RelationModel, fit, scores
+from induction.relations.model import ARTEFACT_DIR, DEFAULT_NAME, PROBE, FitParams, RelationModel, fit, scores
 
 
 class RelationModelConfig(BaseModel):
@@ -86,7 +86,12 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
     if cache.is_file():
         with np.load(cache, allow_pickle=False) as z:
             if str(z["key"]) == key:
-                return {k: z[k] for k in z.files}
+                got = {k: z[k] for k in z.files}
+                if "probe" not in got:  # a cache from before the manifest kept the embedder's probe vector
+                    from llmclients.embeddings import EmbedderConfig, make_embedder
+
+                    got["probe"] = np.asarray(make_embedder(EmbedderConfig()).embed([PROBE])[0], dtype=np.float32)
+                return got
     emb = make_embedder(EmbedderConfig())
     ex = OfflineExtractor()
     ps = PairSet()
@@ -103,7 +108,8 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
     X, y = ps.arrays()
     arrs = {"X": X, "y": y, "group": np.asarray(ps.group), "source": np.asarray(ps.source),
             "text_new": np.asarray([t[0] for t in ps.text]), "text_old": np.asarray([t[1] for t in ps.text]),
-            "hash": np.asarray(data_hash(ps)), "key": np.asarray(key), "dim": np.asarray(emb.dim)}
+            "hash": np.asarray(data_hash(ps)), "key": np.asarray(key), "dim": np.asarray(emb.dim),
+            "probe": np.asarray(emb.embed([PROBE])[0], dtype=np.float32)}
     out.mkdir(parents=True, exist_ok=True)
     np.savez_compressed(cache, **arrs)  # type: ignore[arg-type]
     return arrs
@@ -183,7 +189,8 @@ def train_relations(cfg: RelationTrainConfig) -> RelationTrainResult:
         "name": cfg.artefact_name, "labels": list(LABELS), "features": list(STRUCT_NAMES) + (
             [f"uv_{i}" for i in range(int(d["dim"]))] + [f"absdiff_{i}" for i in range(int(d["dim"]))]
             if cfg.model.pair_embedding else []),
-        "embedder": {"kind": cfg.embedder, "dim": int(d["dim"])}, "config": cfg.model.model_dump(),
+        "embedder": {"kind": cfg.embedder, "dim": int(d["dim"]), "probe_text": PROBE,
+                     "probe": [round(float(x), 5) for x in d["probe"]]}, "config": cfg.model.model_dump(),
         "train_config": cfg.model_dump(), "data_hash": str(d["hash"]), "pairs": int(train_mask.sum()),
         "validation": vs, "kfold": {k: v for k, v in kf.items() if k != "folds"}, "seed": cfg.seed,
         "counts": {lab: int((y == i).sum()) for i, lab in enumerate(LABELS)},

@@ -22,7 +22,7 @@ from induction.adjudicate import Adjudication, Decision, RuleAdjudicator, _base
 from induction.config import RelationModelConfig, RuleAdjudicatorConfig
 from induction.relations.candidates import candidates
 from induction.relations.features import LABELS, FactView, PairContext, pair_features
-from induction.relations.model import ARTEFACT_DIR, RelationModel
+from induction.relations.model import ARTEFACT_DIR, PROBE, RelationModel
 from induction.resolve import Neighbour, Resolution, ResolvedFact, embedding_text
 from llmclients.embeddings import Embedder
 
@@ -51,10 +51,16 @@ class ModelAdjudicator:
         """Raises FileNotFoundError (no artefact) or ValueError (artefact does not fit this embedder)."""
         cfg = cfg or RelationModelConfig()
         model = RelationModel.load(cfg.artefact_dir or ARTEFACT_DIR, cfg.artefact_name)
-        dim = int(model.manifest.get("embedder", {}).get("dim", 0))
-        if model.pair_embedding and dim != getattr(embedder, "dim", dim):
-            raise ValueError(f"relation model {cfg.artefact_name} was trained on {dim}-d sentence vectors, "
-                             f"the embedder gives {getattr(embedder, 'dim', '?')}-d")
+        meta = model.manifest.get("embedder", {})
+        probe = meta.get("probe")
+        if probe is not None:
+            # The features include similarities (and maybe vectors) of one sentence model: another embedder
+            # (BGE-M3, the test hashing trick) would feed the model inputs it never saw.
+            v = np.asarray(embedder.embed([str(meta.get("probe_text", PROBE))])[0], dtype=np.float32)
+            ref = np.asarray(probe, dtype=np.float32)
+            if v.shape != ref.shape or float(v @ ref) / (float(np.linalg.norm(v) * np.linalg.norm(ref)) or 1.0) < 0.98:
+                raise ValueError(f"relation model {cfg.artefact_name} was trained with the {meta.get('kind')} embedder; "
+                                 "this embedder gives different vectors")
         return cls(model, embedder, cfg, rules)
 
     # ------------------------------------------------------------ vectors of stored facts
@@ -163,8 +169,9 @@ class ModelAdjudicator:
             d.supersedes = sup
             d.reason = f"model: supersedes (p={float(P[order[0], SUP]):.2f})"
         k = int(np.argmax(P[:, CONF]))
-        if P[k, CONF] >= cfg.conflict_threshold and cands[k].fact_id not in sup:
+        if cands[k].fact_id not in sup:
             okind, oholder = info(cands[k].fact_id)
-            if may_conflict(kind, okind, holder, oholder):
+            bar = cfg.same_holder_conflict_threshold if oholder == holder else cfg.conflict_threshold
+            if P[k, CONF] >= bar and may_conflict(kind, okind, holder, oholder):
                 d.conflicts_with = [cands[k].fact_id]
                 d.reason = (d.reason + "; " if d.reason else "") + f"model: conflicts (p={float(P[k, CONF]):.2f})"

@@ -21,6 +21,8 @@ from induction.relations.features import LABELS
 
 ARTEFACT_DIR = Path(__file__).parent / "artefact"
 DEFAULT_NAME = "relations-v1"
+# A fixed sentence whose vector the manifest keeps: at load, the embedder must reproduce it (same model).
+PROBE = "I used to love jazz, but these days I mostly listen to techno."
 
 
 @dataclass
