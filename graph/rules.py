@@ -43,9 +43,12 @@ def can_conflict(a_kind: str, b_kind: str) -> bool:
 EVIDENCE_HOLDERS: frozenset[str] = frozenset({"assistant", "document"})
 
 
-def may_supersede(new_kind: str, old_kind: str, new_holder: str, old_holder: str, new_is_later: bool) -> bool:
+def may_supersede(new_kind: str, old_kind: str, new_holder: str, old_holder: str, new_is_later: bool,
+                  new_is_retrospective: bool = False, old_reports_change: bool = False) -> bool:
     """Direction and scope of a replacement: only a *later* statement of the *same holder* replaces an
     earlier one, within compatible kinds. Evidence never replaces a person's state (it may dispute it).
+    A retrospective restatement ("I used to love jazz") never replaces a statement that already reports
+    the change ("I no longer enjoy jazz; I prefer techno"): it agrees with it, it does not flip it back.
 
     >>> may_supersede("preference", "preference", "user", "user", True)
     True
@@ -54,6 +57,8 @@ def may_supersede(new_kind: str, old_kind: str, new_holder: str, old_holder: str
     >>> may_supersede("belief", "preference", "document", "user", True)
     False
     """
+    if new_is_retrospective and old_reports_change:
+        return False
     return new_is_later and new_holder == old_holder and can_supersede(new_kind, old_kind)
 
 

@@ -128,3 +128,33 @@ def test_an_artefact_for_another_embedder_is_refused(tmp_path: Path) -> None:
         ModelAdjudicator.load(HashEmbedder(8), RelationModelConfig(artefact_dir=str(tmp_path), artefact_name="m"))
     with pytest.raises(FileNotFoundError):
         ModelAdjudicator.load(HashEmbedder(8), RelationModelConfig(artefact_dir=str(tmp_path), artefact_name="absent"))
+
+
+@pytest.mark.slow
+def test_shipped_model_direction_end_to_end(tmp_path: Path) -> None:
+    """The shipped artefact with MiniLM: a later change replaces the earlier preference, and the old
+    preference restated afterwards ("I used to love jazz") does not flip the newer one back."""
+    from evomem.settings import Settings
+    from induction.config import IngestConfig
+    from induction.pipeline import make_ingestor
+    from induction.session import Session
+    from induction.branch import validity_map
+    from memcore.memory import Memory
+
+    s = Settings()
+    s.store.path = str(tmp_path / "store")
+    mem = Memory.from_settings(s)
+    ing = make_ingestor(mem, IngestConfig())
+    assert ing.adjudicator.name == "model"
+    turns = ["I really love jazz, it is my favourite music.", "I understand.",
+             "I no longer enjoy jazz; these days I prefer techno.", "Sounds fun.",
+             "I used to love jazz back in college."]
+    ing.ingest(Session.model_validate({"session_id": "s1", "user_id": "u",
+                                       "turns": [{"role": "user" if i % 2 == 0 else "assistant", "text": t}
+                                                 for i, t in enumerate(turns)]}))
+    snap = mem.store.load_snapshot("u")
+    val = validity_map(snap, list(snap.facts))
+    by_text = {f.statement: val[fid] for fid, f in snap.facts.items()}
+    mem.close()
+    assert by_text["I really love jazz, it is my favourite music."] == "superseded"
+    assert by_text["I no longer enjoy jazz; these days I prefer techno."] == "current"

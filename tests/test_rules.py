@@ -70,6 +70,14 @@ DIRECTION_CASES = [
 ]
 
 
+def test_a_restated_old_preference_does_not_flip_the_newer_one() -> None:
+    # "I used to love jazz" after "I no longer enjoy jazz; I prefer techno": agrees with it, never replaces it
+    assert not may_supersede("preference", "preference", "user", "user", True, new_is_retrospective=True,
+                             old_reports_change=True)
+    # ...but a retrospective statement may still close an old present-tense claim ("I love jazz")
+    assert may_supersede("preference", "preference", "user", "user", True, new_is_retrospective=True)
+
+
 @pytest.mark.parametrize("nk,ok_,nh,oh,later,ok", DIRECTION_CASES)
 def test_may_supersede_direction(nk: str, ok_: str, nh: str, oh: str, later: bool, ok: bool) -> None:
     assert may_supersede(nk, ok_, nh, oh, later) is ok

@@ -21,7 +21,7 @@ from graph.snapshot import Snapshot
 from induction.adjudicate import Adjudication, Decision, RuleAdjudicator, _base
 from induction.config import RelationModelConfig, RuleAdjudicatorConfig
 from induction.relations.candidates import candidates
-from induction.relations.features import LABELS, FactView, PairContext, pair_features
+from induction.relations.features import LABELS, PAST_STATE, FactView, PairContext, pair_features
 from induction.relations.model import ARTEFACT_DIR, PROBE, RelationModel
 from induction.resolve import Neighbour, Resolution, ResolvedFact, embedding_text
 from llmclients.embeddings import Embedder
@@ -126,7 +126,9 @@ class ModelAdjudicator:
                                             u, vecs.get(n.fact_id), self.model.pair_embedding)
                               for k, n in enumerate(cands)])
                 P = self.model.predict_proba(X)
-                self._decide(d, c.kind, c.kind_certain, c.holder, cands, P, res, by_id, kinds)
+                changes = [self._view(n.fact_id, res, by_id, kinds).change for n in cands]
+                self._decide(d, c.kind, c.kind_certain, c.holder, cands, P, res, by_id, kinds,
+                             retrospective=bool(PAST_STATE.search(new.statement)), partner_change=changes)
             closed.update(d.supersedes)
             if d.label == "duplicate":
                 closed.add(c.fact_id)
@@ -136,7 +138,8 @@ class ModelAdjudicator:
         return Adjudication(decisions=decisions, concept_ops=self.rules._concept_ops(res, snap, decisions))
 
     def _decide(self, d: Decision, kind: str, certain: bool, holder: str, cands: list[Neighbour], P: np.ndarray,
-                res: Resolution, by_id: dict[str, ResolvedFact], kinds: dict[str, str]) -> None:
+                res: Resolution, by_id: dict[str, ResolvedFact], kinds: dict[str, str], retrospective: bool = False,
+                partner_change: Sequence[bool] = ()) -> None:
         cfg = self.cfg
 
         def info(fid: str) -> tuple[str, str]:
@@ -160,7 +163,8 @@ class ModelAdjudicator:
             use = kind
             if not certain and okind in _STATIVE and not sup:
                 use = okind  # a guessed kind takes the kind of the state it replaces (as the rules do)
-            if may_supersede(use, okind, holder, oholder, cands[k].older):
+            if may_supersede(use, okind, holder, oholder, cands[k].older, retrospective,
+                             bool(partner_change[k]) if k < len(partner_change) else False):
                 if use != kind and not sup:
                     d.kind, kinds[d.fact_id] = use, use
                     kind = use

@@ -28,7 +28,7 @@ LABELS: tuple[str, ...] = ("unrelated", "supersedes", "conflicts_with", "duplica
 
 _WORD = re.compile(r"[a-z][a-z'\-]+")
 _NAME = re.compile(r"(?<![.!?] )(?<!^)\b[A-Z][a-zA-Z]{2,}")
-_PAST_STATE = re.compile(r"\b(?:used to|back then|at (?:the )?first|initially|at one point|in the past|once|previously|"
+PAST_STATE = re.compile(r"\b(?:used to|back then|at (?:the )?first|initially|at one point|in the past|once|previously|"
                          r"years ago|when I was|as a (?:kid|child|teen))\b", re.I)
 _CONTRAST = re.compile(r"\b(?:but|however|though|although|instead|rather than|whereas|yet|anymore|no longer)\b", re.I)
 _NOW = re.compile(r"\b(?:now|these days|lately|recently|currently|nowadays|from now on|this year|again|started|starting)\b",
@@ -77,7 +77,7 @@ def _side(f: FactView) -> list[float]:
     s = plain(f.statement)
     return [float(f.holder == "user"), float(f.holder in EVIDENCE_HOLDERS), *[float(f.kind == k) for k in KINDS],
             float(f.change), float(f.negation), float(f.scoped), float(bool(PREFERENCE.search(s))),
-            float(bool(_PAST_STATE.search(s))), float(bool(_CONTRAST.search(s))), float(bool(_NOW.search(s))),
+            float(bool(PAST_STATE.search(s))), float(bool(_CONTRAST.search(s))), float(bool(_NOW.search(s))),
             min(3.0, float(len(EVIDENCE_CUE.findall(s))))]
 
 
