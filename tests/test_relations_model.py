@@ -158,3 +158,12 @@ def test_shipped_model_direction_end_to_end(tmp_path: Path) -> None:
     mem.close()
     assert by_text["I really love jazz, it is my favourite music."] == "superseded"
     assert by_text["I no longer enjoy jazz; these days I prefer techno."] == "current"
+
+
+def test_llm_schema_uses_the_relation_model_labels() -> None:
+    from typing import get_args
+
+    from induction.prompts import adjudicate_v2
+
+    assert set(get_args(adjudicate_v2.FactLabel.model_fields["label"].annotation)) == set(LABELS)
+    assert adjudicate_v2.VERSION == "adjudicate-v2"

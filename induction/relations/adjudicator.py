@@ -13,6 +13,7 @@ are the rules' (``RuleAdjudicator._concept_ops``).
 from __future__ import annotations
 
 from collections import OrderedDict
+from functools import lru_cache
 from collections.abc import Sequence
 import numpy as np
 
@@ -28,6 +29,13 @@ from llmclients.embeddings import Embedder
 
 _STATIVE = frozenset({"preference", "constraint", "belief", "circumstance", "plan"})
 SUP, CONF, DUP = LABELS.index("supersedes"), LABELS.index("conflicts_with"), LABELS.index("duplicate")
+
+
+@lru_cache(maxsize=65536)
+def _negated(statement: str) -> bool:
+    from induction.adjudicate import _has_negation
+
+    return _has_negation(statement)
 
 
 def _stored_text(statement: str, holder: str) -> str:
@@ -88,15 +96,13 @@ class ModelAdjudicator:
 
     # ------------------------------------------------------------ adjudication
     def _view(self, fid: str, res: Resolution, by_id: dict[str, ResolvedFact], kinds: dict[str, str]) -> FactView:
-        from induction.adjudicate import _has_negation
-
         if fid in by_id:
             c = by_id[fid].candidate
             return FactView(statement=embedding_text(c), kind=kinds.get(fid, c.kind), holder=c.holder,
                             change="change" in c.cues, negation="negation" in c.cues, scoped=c.scope is not None)
         f = res.existing[fid]
         return FactView(statement=_stored_text(f.statement, f.holder), kind=f.kind, holder=f.holder,
-                        change=bool(f.qualifiers.get("change_cue")), negation=_has_negation(f.statement),
+                        change=bool(f.qualifiers.get("change_cue")), negation=_negated(f.statement),
                         scoped=f.scope is not None)
 
     def adjudicate(self, res: Resolution, snap: Snapshot) -> Adjudication:

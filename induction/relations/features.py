@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import get_args
 
 import numpy as np
@@ -63,22 +64,25 @@ class PairContext:
     in_session: bool = True
 
 
-def _words(s: str) -> set[str]:
-    return {w for w in _WORD.findall(s.lower()) if w not in _STOP and len(w) > 2}
+@lru_cache(maxsize=65536)
+def _words(s: str) -> frozenset[str]:
+    return frozenset(w for w in _WORD.findall(s.lower()) if w not in _STOP and len(w) > 2)
 
 
-def _names(s: str) -> set[str]:
-    return set(_NAME.findall(s))
+@lru_cache(maxsize=65536)
+def _names(s: str) -> frozenset[str]:
+    return frozenset(_NAME.findall(s))
 
 
-def _side(f: FactView) -> list[float]:
+@lru_cache(maxsize=65536)  # one fact meets many partners: its cue features are computed once
+def _side(f: FactView) -> tuple[float, ...]:
     from induction.offline import PREFERENCE, plain
 
     s = plain(f.statement)
-    return [float(f.holder == "user"), float(f.holder in EVIDENCE_HOLDERS), *[float(f.kind == k) for k in KINDS],
+    return (float(f.holder == "user"), float(f.holder in EVIDENCE_HOLDERS), *[float(f.kind == k) for k in KINDS],
             float(f.change), float(f.negation), float(f.scoped), float(bool(PREFERENCE.search(s))),
             float(bool(PAST_STATE.search(s))), float(bool(_CONTRAST.search(s))), float(bool(_NOW.search(s))),
-            min(3.0, float(len(EVIDENCE_CUE.findall(s))))]
+            min(3.0, float(len(EVIDENCE_CUE.findall(s)))))
 
 
 _SIDE_NAMES = ["user", "evidence", *[f"kind_{k}" for k in KINDS], "change", "negation", "scoped", "pref_cue",
@@ -96,7 +100,7 @@ def struct_features(new: FactView, old: FactView, ctx: PairContext) -> np.ndarra
     head = [ctx.similarity, ctx.similarity ** 2, ctx.rank / max(1, ctx.n_candidates), float(new.holder == old.holder),
             float(new.kind == old.kind), float(new.negation != old.negation), float(ctx.same_concept),
             float(ctx.near_concept), float(ctx.in_session), jac, float(bool(na & nb)), float(bool(na - nb))]
-    return np.asarray(head + _side(new) + _side(old), dtype=np.float32)
+    return np.asarray([*head, *_side(new), *_side(old)], dtype=np.float32)
 
 
 def pair_features(new: FactView, old: FactView, ctx: PairContext, u: np.ndarray | None, v: np.ndarray | None,
