@@ -61,23 +61,25 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=2)
     ap.add_argument("--audit", default=None, help="Write a sample of the model's edges here (markdown).")
     ap.add_argument("--audit-n", type=int, default=30)
+    ap.add_argument("--only", choices=["rules", "model"], default=None, help="Run one adjudicator (no overhead figure).")
     a = ap.parse_args()
     convs = load_locomo(a.data, user_prefix="bench-")[: a.conversations]
     rates: dict[str, list[float]] = {"rules": [], "model": []}
     last: dict[str, tuple[int, dict[str, int], list[tuple[str, str, str, str]]]] = {}
     for rep in range(a.repeat):
-        for adj in (("rules", "model") if rep % 2 == 0 else ("model", "rules")):
+        for adj in ((a.only,) if a.only else ("rules", "model") if rep % 2 == 0 else ("model", "rules")):
             r, facts, edges, sample = run(adj, convs, a.sessions)
             rates[adj].append(r)
             last[adj] = (facts, edges, sample)
             print(f"rep {rep} {adj:<5} {r:.3f} sessions/s  facts={facts} edges={edges}", flush=True)
-    mean = {k: sum(v) / len(v) for k, v in rates.items()}
-    print(f"sessions/s  rules={mean['rules']:.3f}  model={mean['model']:.3f}  "
-          f"overhead={(mean['rules'] / mean['model'] - 1) * 100:+.1f}% time per session")
+    mean = {k: sum(v) / len(v) for k, v in rates.items() if v}
+    if len(mean) == 2:
+        print(f"sessions/s  rules={mean['rules']:.3f}  model={mean['model']:.3f}  "
+              f"overhead={(mean['rules'] / mean['model'] - 1) * 100:+.1f}% time per session")
     for adj, (facts, edges, _) in last.items():
         per = {k: round(100 * v / max(1, facts), 2) for k, v in edges.items()}
         print(f"{adj}: edges per 100 facts {per} (facts={facts})")
-    if a.audit:
+    if a.audit and "model" in last:
         sample = last["model"][2]
         random.Random(0).shuffle(sample)
         lines = ["# Relation model on LoCoMo: a seeded sample of created edges (hand audit)", "",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
+from types import SimpleNamespace
 from functools import partial
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -35,6 +36,7 @@ from pydantic import BaseModel
 from evaluation.metrics import bootstrap_ci
 from graph.retrieval import EvidenceItem, RetrievalConfig
 from induction.adapters import MemsycoRow, load_memsyco
+from induction.branch import validity_map
 from evaluation.memsyco_selection import MemsycoEvalConfig, evaluate_memsyco
 from induction.pipeline import IngestError, Ingestor
 from induction.session import SessionFormatError
@@ -54,6 +56,7 @@ class TaskRow(BaseModel):
     marked: bool
     baseline_retrieved: bool
     facts: int
+    stored_marked: bool = False
     fact_kind: str | None = None
     fact_validity: str | None = None
     error: str | None = None
@@ -123,15 +126,21 @@ def evaluate_task(rows: Sequence[MemsycoRow], task: str, ingestor: Ingestor, k: 
         ids = list(snap.facts)
         bundle = mem.retrieve(user, row.question, k=k) if ids else None
         got: list[EvidenceItem] = []
+        stored = False  # the marker on the gold item's stored fact, retrieved or not (induction, not retrieval)
         if ids and bundle is not None:
             fv = mem.embedder.embed([snap.facts[i].statement for i in ids])
             by_id = bundle.by_id()
+            validity = validity_map(snap, ids)
             for v in mem.embedder.embed([it.content for it in row.items]):
                 sims = fv @ v
                 j = int(np.argmax(sims))
+                if sims[j] >= threshold:
+                    f = snap.facts[ids[j]]
+                    shim = SimpleNamespace(fact=f, state=SimpleNamespace(validity=validity.get(ids[j]), scope=f.scope))
+                    stored = stored or bool(is_marked(shim))  # type: ignore[arg-type]
                 if sims[j] >= threshold and ids[j] in by_id:
                     got.append(by_id[ids[j]])
-        out.append(TaskRow(id=row.id, gold_retrieved=bool(got), marked=any(is_marked(it) for it in got),
+        out.append(TaskRow(id=row.id, gold_retrieved=bool(got), marked=any(is_marked(it) for it in got), stored_marked=stored,
                            baseline_retrieved=base, facts=len(ids), fact_kind=got[0].fact.kind if got else None,
                            fact_validity=got[0].state.validity if got else None))
         if progress:
@@ -140,6 +149,7 @@ def evaluate_task(rows: Sequence[MemsycoRow], task: str, ingestor: Ingestor, k: 
     m = [float(r.marked) for r in out]
     b = [float(r.baseline_retrieved) for r in out]
     return {"gold_retrieved": _mean(g), "marked": _mean(m), "marker": marker, "n_rows": len(out),
+            "stored_marked": _mean([float(r.stored_marked) for r in out]),
             "retrieved_kinds": dict(Counter(r.fact_kind for r in out if r.fact_kind).most_common()),
             "retrieved_validity": dict(Counter(r.fact_validity for r in out if r.fact_validity).most_common()),
             "errors": sum(1 for r in out if r.error), "ci": {"gold_retrieved": bootstrap_ci(g), "marked": bootstrap_ci(m)},

@@ -62,6 +62,21 @@ def may_supersede(new_kind: str, old_kind: str, new_holder: str, old_holder: str
     return new_is_later and new_holder == old_holder and can_supersede(new_kind, old_kind)
 
 
+def change_evidenced(old_kind: str, change_cue: bool, shift_cue: bool, polarity_differs: bool) -> bool:
+    """A replacement needs the newer statement to *say* that something changed: an explicit change cue
+    ("no longer", "switched to", "I used to love…", "anymore"), a shift marker ("now", "lately",
+    "instead", "but") or the opposite polarity. What an event or experience implied is replaced only on
+    an explicit change cue ("fusion doesn't excite me anymore"): a later remark on the same topic
+    ("we love painting lately" after "we made pots") is not an update of what happened.
+
+    >>> change_evidenced("preference", False, True, False), change_evidenced("experience", False, True, False)
+    (True, False)
+    """
+    if old_kind in ("event", "experience"):
+        return change_cue
+    return change_cue or shift_cue or polarity_differs
+
+
 def may_conflict(a_kind: str, b_kind: str, a_holder: str, b_holder: str) -> bool:
     """A conflict joins two statements of one holder, or a person's statement and outside evidence
     (paper §3.3: user belief vs objective evidence); two different people may simply differ.

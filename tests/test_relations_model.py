@@ -67,9 +67,10 @@ class _Always(RelationModel):
         return P
 
 
-def _cand(fid: str, statement: str, kind: str, holder: str = "user", seq: int = 0) -> CandidateFact:
+def _cand(fid: str, statement: str, kind: str, holder: str = "user", seq: int = 0,
+          cues: tuple[str, ...] = ("change",)) -> CandidateFact:
     return CandidateFact(fact_id=fid, statement=statement, kind=kind, holder=holder, evidence=statement,  # type: ignore[arg-type]
-                         source_turn_ids=(f"s:{seq}",), order=(seq, 0))
+                         source_turn_ids=(f"s:{seq}",), order=(seq, 0), cues=cues)  # type: ignore[arg-type]
 
 
 def _resolution(new: CandidateFact, stored: list[Fact], older: bool = True) -> Resolution:
@@ -105,6 +106,17 @@ def test_the_model_proposes_and_the_rules_dispose(label: str, new: tuple[str, st
     res = _resolution(c, [_fact("old", "I love jazz.", old[0], old[1])], older=older)
     d = adj.adjudicate(res, Snapshot(user_id="u")).decisions[0]
     assert d.label == "new" and d.supersedes == sup and d.conflicts_with == conf
+
+
+def test_a_replacement_must_say_that_something_changed() -> None:
+    adj = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig())
+    quiet = _cand("new", "We love painting together.", "preference", seq=2, cues=())
+    for kind in ("preference", "experience"):
+        res = _resolution(quiet, [_fact("old", "We made our own pots.", kind)])
+        assert adj.adjudicate(res, Snapshot(user_id="u")).decisions[0].supersedes == []
+    shifted = _cand("new", "Lately we love painting instead.", "preference", seq=2, cues=())
+    res = _resolution(shifted, [_fact("old", "We love pottery.", "preference")])
+    assert adj.adjudicate(res, Snapshot(user_id="u")).decisions[0].supersedes == ["old"]
 
 
 def test_duplicates_need_the_same_holder_and_superseded_facts_are_not_candidates() -> None:

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from graph.models import Fact, Relation
-from graph.rules import can_conflict, can_supersede, derive_state, derive_validity, has_cycle, may_conflict, may_supersede
+from graph.rules import change_evidenced, can_conflict, can_supersede, derive_state, derive_validity, has_cycle, may_conflict, may_supersede
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 PAST = NOW - timedelta(days=1)
@@ -68,6 +68,14 @@ DIRECTION_CASES = [
     ("preference", "preference", "Ann", "Bob", True, False),  # another person's preference
     ("event", "preference", "user", "user", True, False),
 ]
+
+
+@pytest.mark.parametrize("old_kind,cue,shift,polar,ok", [
+    ("preference", True, False, False, True), ("preference", False, True, False, True),
+    ("preference", False, False, True, True), ("preference", False, False, False, False),  # same topic, no change said
+    ("experience", True, False, False, True), ("experience", False, True, True, False), ("event", False, True, False, False)])
+def test_change_must_be_evidenced(old_kind: str, cue: bool, shift: bool, polar: bool, ok: bool) -> None:
+    assert change_evidenced(old_kind, cue, shift, polar) is ok
 
 
 def test_a_restated_old_preference_does_not_flip_the_newer_one() -> None:

@@ -44,6 +44,7 @@ class RelationTrainConfig(BaseModel):
     memsyco_max_rows: int | None = Field(default=None, ge=1, description="Rows per task file (None = all).")
     locomo: str | None = Field(default="../shared/data/locomo", description="LoCoMo dev file or folder (negatives).")
     locomo_max_pairs: int = Field(default=3000, ge=0, description="Cap on LoCoMo negative pairs.")
+    locomo_sessions: int = Field(default=4, ge=1, description="Sessions per LoCoMo conversation used for negatives.")
     synthetic_n: int = Field(default=1500, ge=0, description="Synthetic dialogues (training_data/relations_synthetic.py).")
     min_similarity: float = Field(default=0.30, description="Candidate partners: cosine at/above this (as resolve).")
     max_candidates: int = Field(default=12, ge=1, description="Candidate partners per fact, closest first.")
@@ -73,46 +74,64 @@ def _in_val(group: str, seed: int, frac: float) -> bool:
     return h < frac
 
 
+_SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n"}, "memsyco": {"memsyco_root", "memsyco_max_rows"},
+                  "locomo": {"locomo", "locomo_max_pairs", "locomo_sessions"}}
+
+
 def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
-    """All pairs with pair-embedding features (a model without them uses the structural prefix)."""
+    """All pairs with pair-embedding features (a model without them uses the structural prefix), cached
+    per source in ``out/pairs-<source>.npz`` (a config change rebuilds only the sources it touches)."""
     from induction.offline import OfflineExtractor
     from llmclients.embeddings import EmbedderConfig, make_embedder
     from training_data.relations import PairSet, data_hash, locomo_pairs, memsyco_pairs, synthetic_pairs
 
-    cache = out / "pairs.npz"
-    key = hashlib.sha256(json.dumps(cfg.model_dump(include={"seed", "memsyco_root", "memsyco_max_rows", "locomo",
-                                                             "locomo_max_pairs", "synthetic_n", "min_similarity",
-                                                             "max_candidates"}), sort_keys=True).encode()).hexdigest()[:16]
-    if cache.is_file():
-        with np.load(cache, allow_pickle=False) as z:
-            if str(z["key"]) == key:
-                got = {k: z[k] for k in z.files}
-                if "probe" not in got:  # a cache from before the manifest kept the embedder's probe vector
-                    from llmclients.embeddings import EmbedderConfig, make_embedder
-
-                    got["probe"] = np.asarray(make_embedder(EmbedderConfig()).embed([PROBE])[0], dtype=np.float32)
-                return got
-    emb = make_embedder(EmbedderConfig())
-    ex = OfflineExtractor()
-    ps = PairSet()
-    a = (emb.embed, ex, True, cfg.min_similarity, cfg.max_candidates)
-    if cfg.synthetic_n:
-        ps.add(synthetic_pairs(cfg.synthetic_n, cfg.seed, *a))
-    if cfg.memsyco_root:
-        ps.add(memsyco_pairs(cfg.memsyco_root, *a, max_rows=cfg.memsyco_max_rows))
-    if cfg.locomo and cfg.locomo_max_pairs:
-        loc = Path(cfg.locomo)
-        path = loc / "locomo10.json" if loc.is_dir() else loc
-        if path.is_file():
-            ps.add(locomo_pairs(path, *a, max_pairs=cfg.locomo_max_pairs))
-    X, y = ps.arrays()
-    arrs = {"X": X, "y": y, "group": np.asarray(ps.group), "source": np.asarray(ps.source),
-            "text_new": np.asarray([t[0] for t in ps.text]), "text_old": np.asarray([t[1] for t in ps.text]),
-            "hash": np.asarray(data_hash(ps)), "key": np.asarray(key), "dim": np.asarray(emb.dim),
-            "probe": np.asarray(emb.embed([PROBE])[0], dtype=np.float32)}
     out.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(cache, **arrs)  # type: ignore[arg-type]
-    return arrs
+    emb: Any = None
+    parts: list[dict[str, Any]] = []
+    for name, fields in _SOURCE_FIELDS.items():
+        keyed = cfg.model_dump(include=fields | {"min_similarity", "max_candidates"})
+        key = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:16]
+        cache = out / f"pairs-{name}.npz"
+        if cache.is_file():
+            with np.load(cache, allow_pickle=False) as z:
+                if str(z["key"]) == key:
+                    parts.append({k: z[k] for k in z.files})
+                    continue
+        if emb is None:
+            emb = make_embedder(EmbedderConfig())
+        ex = OfflineExtractor()
+        a = (emb.embed, ex, True, cfg.min_similarity, cfg.max_candidates)
+        ps = PairSet()
+        if name == "synthetic" and cfg.synthetic_n:
+            ps = synthetic_pairs(cfg.synthetic_n, cfg.seed, *a)
+        elif name == "memsyco" and cfg.memsyco_root:
+            ps = memsyco_pairs(cfg.memsyco_root, *a, max_rows=cfg.memsyco_max_rows)
+        elif name == "locomo" and cfg.locomo and cfg.locomo_max_pairs:
+            loc = Path(cfg.locomo)
+            path = loc / "locomo10.json" if loc.is_dir() else loc
+            if path.is_file():
+                ps = locomo_pairs(path, *a, max_pairs=cfg.locomo_max_pairs, max_sessions=cfg.locomo_sessions)
+        arrs = _arrays(ps, len(STRUCT_NAMES) + 2 * int(emb.dim))
+        arrs.update(hash=np.asarray(data_hash(ps)), key=np.asarray(key))
+        np.savez_compressed(cache, **arrs)  # type: ignore[arg-type]
+        parts.append(arrs)
+    merged = {k: np.concatenate([p[k] for p in parts]) for k in ("X", "y", "group", "source", "text_new", "text_old")}
+    merged["hash"] = np.asarray(hashlib.sha256("".join(str(p["hash"]) for p in parts).encode()).hexdigest())
+    if emb is None:
+        emb = make_embedder(EmbedderConfig())
+    merged["dim"] = np.asarray(emb.dim)
+    merged["probe"] = np.asarray(emb.embed([PROBE])[0], dtype=np.float32)
+    return merged
+
+
+def _arrays(ps: Any, width: int) -> dict[str, np.ndarray]:
+    if not ps.y:
+        return {"X": np.zeros((0, width), np.float32), "y": np.zeros(0, np.int64), "group": np.asarray([], dtype=str),
+                "source": np.asarray([], dtype=str), "text_new": np.asarray([], dtype=str),
+                "text_old": np.asarray([], dtype=str)}
+    X, y = ps.arrays()
+    return {"X": X, "y": y, "group": np.asarray(ps.group), "source": np.asarray(ps.source),
+            "text_new": np.asarray([t[0] for t in ps.text]), "text_old": np.asarray([t[1] for t in ps.text])}
 
 
 def _cols(X: np.ndarray, m: RelationModelConfig) -> np.ndarray:

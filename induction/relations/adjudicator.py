@@ -17,12 +17,12 @@ from functools import lru_cache
 from collections.abc import Sequence
 import numpy as np
 
-from graph.rules import may_conflict, may_supersede
+from graph.rules import change_evidenced, may_conflict, may_supersede
 from graph.snapshot import Snapshot
 from induction.adjudicate import Adjudication, Decision, RuleAdjudicator, _base
 from induction.config import RelationModelConfig, RuleAdjudicatorConfig
 from induction.relations.candidates import candidates
-from induction.relations.features import LABELS, PAST_STATE, FactView, PairContext, pair_features
+from induction.relations.features import LABELS, PAST_STATE, SHIFT, FactView, PairContext, pair_features
 from induction.relations.model import ARTEFACT_DIR, PROBE, RelationModel
 from induction.resolve import Neighbour, Resolution, ResolvedFact, embedding_text
 from llmclients.embeddings import Embedder
@@ -132,9 +132,12 @@ class ModelAdjudicator:
                                             u, vecs.get(n.fact_id), self.model.pair_embedding)
                               for k, n in enumerate(cands)])
                 P = self.model.predict_proba(X)
-                changes = [self._view(n.fact_id, res, by_id, kinds).change for n in cands]
+                views = [self._view(n.fact_id, res, by_id, kinds) for n in cands]
+                shift = bool(SHIFT.search(new.statement))
+                said = [change_evidenced(v.kind, new.change, shift, new.negation != v.negation) for v in views]
                 self._decide(d, c.kind, c.kind_certain, c.holder, cands, P, res, by_id, kinds,
-                             retrospective=bool(PAST_STATE.search(new.statement)), partner_change=changes)
+                             retrospective=bool(PAST_STATE.search(new.statement)),
+                             partner_change=[v.change for v in views], evidenced=said)
             closed.update(d.supersedes)
             if d.label == "duplicate":
                 closed.add(c.fact_id)
@@ -145,7 +148,7 @@ class ModelAdjudicator:
 
     def _decide(self, d: Decision, kind: str, certain: bool, holder: str, cands: list[Neighbour], P: np.ndarray,
                 res: Resolution, by_id: dict[str, ResolvedFact], kinds: dict[str, str], retrospective: bool = False,
-                partner_change: Sequence[bool] = ()) -> None:
+                partner_change: Sequence[bool] = (), evidenced: Sequence[bool] = ()) -> None:
         cfg = self.cfg
 
         def info(fid: str) -> tuple[str, str]:
@@ -165,6 +168,8 @@ class ModelAdjudicator:
         for k in order:
             if P[k, SUP] < cfg.supersede_threshold or len(sup) >= cfg.max_superseded_per_fact:
                 break
+            if evidenced and not evidenced[k]:
+                continue  # the newer statement does not say anything changed (graph.rules.change_evidenced)
             okind, oholder = info(cands[k].fact_id)
             use = kind
             if not certain and okind in _STATIVE and not sup:

@@ -34,6 +34,8 @@ PAST_STATE = re.compile(r"\b(?:used to|back then|at (?:the )?first|initially|at 
 _CONTRAST = re.compile(r"\b(?:but|however|though|although|instead|rather than|whereas|yet|anymore|no longer)\b", re.I)
 _NOW = re.compile(r"\b(?:now|these days|lately|recently|currently|nowadays|from now on|this year|again|started|starting)\b",
                   re.I)
+# Any marker that the newer statement reports a shift (used by the adjudicator's change_evidenced check).
+SHIFT = re.compile(_CONTRAST.pattern + "|" + _NOW.pattern, re.I)
 _STOP = frozenset("the a an and or but to of in on for with at by from is are was were be been it this that i my me we our "
                   "you your they them he she his her its as so if than then there here have has had do does did not no "
                   "just really very also about more most some any all can could would should will what which who when "
