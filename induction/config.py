@@ -82,6 +82,8 @@ class RelationModelConfig(_Cfg):
                                                   "themself without a change; a false dispute hides a current fact).")
     duplicate_threshold: float = Field(default=0.9, ge=0.0, le=1.0, description="P(duplicate) at/above which a new fact "
                                        "is dropped as a restatement of an older one of the same holder.")
+    require_change_evidence: bool = Field(default=True, description="A replacement needs the newer statement to say "
+                                          "something changed (graph.rules.change_evidenced); off = the model alone.")
     max_candidates: int = Field(default=12, ge=1, le=100, description="Candidate partners scored per new fact, closest first.")
     max_superseded_per_fact: int = Field(default=3, ge=1, description="A new fact replaces at most this many older ones.")
     cache_vectors: int = Field(default=50000, ge=0, description="Sentence vectors of stored facts kept in memory "

@@ -134,7 +134,8 @@ class ModelAdjudicator:
                 P = self.model.predict_proba(X)
                 views = [self._view(n.fact_id, res, by_id, kinds) for n in cands]
                 shift = bool(SHIFT.search(new.statement))
-                said = [change_evidenced(v.kind, new.change, shift, new.negation != v.negation) for v in views]
+                said = [change_evidenced(v.kind, new.change, shift, new.negation != v.negation)
+                        or not cfg.require_change_evidence for v in views]
                 self._decide(d, c.kind, c.kind_certain, c.holder, cands, P, res, by_id, kinds,
                              retrospective=bool(PAST_STATE.search(new.statement)),
                              partner_change=[v.change for v in views], evidenced=said)
