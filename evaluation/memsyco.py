@@ -23,6 +23,8 @@ located at its most similar user turn; retrieved = that turn is in the top K; tu
 from __future__ import annotations
 
 import time
+from collections import Counter
+from types import SimpleNamespace
 from functools import partial
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -34,6 +36,7 @@ from pydantic import BaseModel
 from evaluation.metrics import bootstrap_ci
 from graph.retrieval import EvidenceItem, RetrievalConfig
 from induction.adapters import MemsycoRow, load_memsyco
+from induction.branch import validity_map
 from evaluation.memsyco_selection import MemsycoEvalConfig, evaluate_memsyco
 from induction.pipeline import IngestError, Ingestor
 from induction.session import SessionFormatError
@@ -53,6 +56,9 @@ class TaskRow(BaseModel):
     marked: bool
     baseline_retrieved: bool
     facts: int
+    stored_marked: bool = False
+    fact_kind: str | None = None
+    fact_validity: str | None = None
     error: str | None = None
 
 
@@ -120,27 +126,38 @@ def evaluate_task(rows: Sequence[MemsycoRow], task: str, ingestor: Ingestor, k: 
         ids = list(snap.facts)
         bundle = mem.retrieve(user, row.question, k=k) if ids else None
         got: list[EvidenceItem] = []
+        stored = False  # the marker on the gold item's stored fact, retrieved or not (induction, not retrieval)
         if ids and bundle is not None:
             fv = mem.embedder.embed([snap.facts[i].statement for i in ids])
             by_id = bundle.by_id()
+            validity = validity_map(snap, ids)
             for v in mem.embedder.embed([it.content for it in row.items]):
                 sims = fv @ v
                 j = int(np.argmax(sims))
+                if sims[j] >= threshold:
+                    f = snap.facts[ids[j]]
+                    shim = SimpleNamespace(fact=f, state=SimpleNamespace(validity=validity.get(ids[j]), scope=f.scope))
+                    stored = stored or bool(is_marked(shim))  # type: ignore[arg-type]
                 if sims[j] >= threshold and ids[j] in by_id:
                     got.append(by_id[ids[j]])
-        out.append(TaskRow(id=row.id, gold_retrieved=bool(got), marked=any(is_marked(it) for it in got),
-                           baseline_retrieved=base, facts=len(ids)))
+        out.append(TaskRow(id=row.id, gold_retrieved=bool(got), marked=any(is_marked(it) for it in got), stored_marked=stored,
+                           baseline_retrieved=base, facts=len(ids), fact_kind=got[0].fact.kind if got else None,
+                           fact_validity=got[0].state.validity if got else None))
         if progress:
             progress(n + 1, len(rows))
     g = [float(r.gold_retrieved) for r in out]
     m = [float(r.marked) for r in out]
     b = [float(r.baseline_retrieved) for r in out]
     return {"gold_retrieved": _mean(g), "marked": _mean(m), "marker": marker, "n_rows": len(out),
+            "stored_marked": _mean([float(r.stored_marked) for r in out]),
+            "retrieved_kinds": dict(Counter(r.fact_kind for r in out if r.fact_kind).most_common()),
+            "retrieved_validity": dict(Counter(r.fact_validity for r in out if r.fact_validity).most_common()),
             "errors": sum(1 for r in out if r.error), "ci": {"gold_retrieved": bootstrap_ci(g), "marked": bootstrap_ci(m)},
             "baseline": {"naive_rag": {"gold_retrieved": _mean(b), "marked": 0.0}}}
 
 
 def memsyco_report(data: str | Path, ingestor: Ingestor, k: int = 10, threshold: float = 0.45, limit: int | None = None,
+                   skip: int = 0,
                    tasks: Sequence[str] | None = None, user_prefix: str = "memsyco-",
                    progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """All MemSyco-Bench task files found in ``data``; the top level is valid_memory_selection."""
@@ -159,18 +176,20 @@ def memsyco_report(data: str | Path, ingestor: Ingestor, k: int = 10, threshold:
     try:
         if UPDATE_FILE[:-6] in present:
             vms = evaluate_memsyco(root, ingestor, MemsycoEvalConfig(file=UPDATE_FILE, k=k, match_threshold=threshold,
-                                                                     limit=limit),
+                                                                     limit=limit, skip=skip),
                                    (lambda n, tot: progress(UPDATE_FILE[:-6], n, tot)) if progress else None)
             rows = vms.rows
             rep.update(vms.model_dump(mode="json", exclude={"rows"}))
             rep["ci"] = {f: bootstrap_ci([float(getattr(r, f)) for r in rows]) for f in ("current_hit", "outdated_leak", "order")}
             vrows = [r for r in load_memsyco(root / UPDATE_FILE) if r.policy == "update" or any(i.status == "current" for i in r.items)]
+            vrows = vrows[skip:]
             rep["baselines"] = {"naive_rag": vms_baseline(vrows[:limit] if limit else vrows, mem.embedder.embed, k)}
         rep["tasks"] = {}
         for task in present:
             if task == UPDATE_FILE[:-6]:
                 continue
             task_rows = load_memsyco(root / f"{task}.jsonl", user_prefix=f"{user_prefix}{task}-")
+            task_rows = task_rows[skip:]
             task_rows = task_rows[:limit] if limit else task_rows
             rep["tasks"][task] = evaluate_task(task_rows, task, ingestor, k, threshold,
                                                partial(progress, task) if progress else None)

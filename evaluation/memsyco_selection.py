@@ -13,7 +13,8 @@ the row's question (``k`` seeds + relation traversal), then score against the go
   or ``disputed``; ``superseded``, ``expired`` and ``retracted`` count as marked).
 - order: the current item's fact ranks above the outdated item's fact if that one leaks (rank = seed
   rank; facts added by traversal rank after all seeds). Rows without a current hit score 0.
-Also reported: ``current_valid`` (the current item's retrieved fact is itself ``current``, i.e. not
+Also reported: ``wrong_way`` (the current item's stored fact, retrieved or not, ends up superseded or
+disputed: a relation pointing the wrong way or at the wrong fact), ``current_valid`` (the current item's retrieved fact is itself ``current``, i.e. not
 wrongly superseded), ``outdated_marked`` (the outdated item's fact was retrieved and arrived marked)
 and ``outdated_leak_any``, a stricter leak: items split at ';', and *any* retrieved unmarked fact
 that is nearer to an outdated part than to every other part (at the threshold) counts.
@@ -35,6 +36,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from graph.retrieval import EvidenceBundle, RetrievalConfig, retrieve
 from induction.adapters import MemsycoRow, load_memsyco
+from induction.branch import validity_map
 from induction.pipeline import Ingestor, IngestError
 from llmclients.embeddings import Embedder
 
@@ -65,6 +67,7 @@ class MemsycoEvalConfig(BaseModel):
     match_threshold: float = Field(default=0.45, ge=0.0, le=1.0,
                                    description="Min cosine (MiniLM by default) for a stored fact to match a gold item part.")
     limit: int | None = Field(default=None, ge=1, description="Score only the first N rows (quick runs).")
+    skip: int = Field(default=0, ge=0, description="Leave out the first N rows (e.g. the rows a model was trained on).")
 
 
 class RowResult(BaseModel):
@@ -76,6 +79,7 @@ class RowResult(BaseModel):
     current_valid: bool
     outdated_marked: bool
     outdated_leak_any: bool = False
+    wrong_way: bool = Field(default=False, description="The current item's stored fact is itself superseded or disputed.")
     facts: int
     current_fact: str | None = None
     leaked_fact: str | None = None
@@ -92,6 +96,8 @@ class MemsycoReport(BaseModel):
     current_valid: float = 0.0
     outdated_marked: float = 0.0
     outdated_leak_any: float = Field(default=0.0, description="Stricter leak: any retrieved unmarked fact nearest an outdated part.")
+    wrong_way: float = Field(default=0.0, description="Rows whose current item's stored fact (retrieved or not) ends up "
+                             "non-current (superseded or disputed): a relation pointing the wrong way or at the wrong fact.")
     leak_kinds: dict[str, int] = Field(default_factory=dict, description="Leaking facts by kind: events and experiences "
                                        "are never superseded by design (they happened), states should be.")
     errors: int = 0
@@ -104,7 +110,7 @@ class MemsycoReport(BaseModel):
 
 
 def score_row(row: MemsycoRow, bundle: EvidenceBundle, statements: dict[str, str], embed: Callable[[list[str]], np.ndarray],
-              threshold: float) -> RowResult:
+              threshold: float, validity: dict[str, str] | None = None) -> RowResult:
     """Score one retrieved bundle against the row's gold items (pure given the embedder)."""
     items = [(it.status, it.content) for it in row.items if it.status in ("current", "outdated")]
     parts = [(it.status, p) for it in row.items if it.status in ("current", "outdated") for p in it.parts()]
@@ -144,7 +150,10 @@ def score_row(row: MemsycoRow, bundle: EvidenceBundle, statements: dict[str, str
     ps = np.asarray(f) @ np.asarray(embed([p for _, p in parts])).T
     nearest = {ids[n]: parts[int(np.argmax(ps[n]))][0] for n in range(len(ids)) if ps[n].max() >= threshold}
     leak_any = any(nearest.get(fid) == "outdated" and it.state.validity not in MARKED for fid, it in by_id.items())
+    cur_all = {fid for j, fid in best.items() if items[j][0] == "current"}
+    wrong = any((validity or {}).get(fid, "current") in ("superseded", "disputed") for fid in cur_all)
     return RowResult(id=row.id, subtype=row.subtype, current_hit=hit, outdated_leak=bool(leaks), order=order,
+                     wrong_way=wrong,
                      current_valid=any(by_id[fid].state.validity == "current" for fid in cur),
                      outdated_marked=any(by_id[fid].state.validity in MARKED for fid in old),
                      outdated_leak_any=leak_any, facts=len(ids),
@@ -159,6 +168,7 @@ def evaluate_memsyco(data_dir: str | Path, ingestor: Ingestor, cfg: MemsycoEvalC
     cfg = cfg or MemsycoEvalConfig()
     rows = load_memsyco(Path(data_dir) / cfg.file)
     rows = [r for r in rows if r.policy == "update" or any(i.status == "current" for i in r.items)]
+    rows = rows[cfg.skip:]
     if cfg.limit:
         rows = rows[: cfg.limit]
     mem = ingestor.memory
@@ -193,7 +203,8 @@ def _run(rows: list[MemsycoRow], ingestor: Ingestor, memo: _Memo, cfg: MemsycoEv
         bundle = retrieve(mem.store, user, row.question, qv.tolist(), rcfg)
         snap = mem.store.load_snapshot(user)
         statements = {fid: f.statement for fid, f in snap.facts.items()}
-        results.append(score_row(row, bundle, statements, memo.embed, cfg.match_threshold))
+        validity = validity_map(snap, list(snap.facts))
+        results.append(score_row(row, bundle, statements, memo.embed, cfg.match_threshold, validity))
         if progress:
             progress(n + 1, len(rows))
     ok = results
@@ -204,7 +215,7 @@ def _run(rows: list[MemsycoRow], ingestor: Ingestor, memo: _Memo, cfg: MemsycoEv
 
     return MemsycoReport(current_hit=mean("current_hit"), outdated_leak=mean("outdated_leak"), order=mean("order"),
                          n_rows=n_rows, current_valid=mean("current_valid"), outdated_marked=mean("outdated_marked"),
-                         outdated_leak_any=mean("outdated_leak_any"),
+                         outdated_leak_any=mean("outdated_leak_any"), wrong_way=mean("wrong_way"),
                          leak_kinds=dict(Counter(r.leaked_kind for r in ok if r.leaked_kind).most_common()),
                          errors=sum(1 for r in results if r.error), match_threshold=cfg.match_threshold, k=cfg.k,
                          extractor=ingestor.extractor.name, llm_calls_per_session=round(calls / max(1, n_rows), 3),

@@ -19,10 +19,11 @@ from evomem.errors import USAGE, debug_requested, run_reporting
 
 def _all_commands() -> dict[str, Command]:
     # Each area registers its subcommands in its own module; importing them is cheap (no models load).
-    from evomem.commands import data_cmds, eval_cmds, graph_cmds, induction_cmds, mcp_cmds, policy_cmds, serving_cmds
+    from evomem.commands import (data_cmds, eval_cmds, graph_cmds, induction_cmds, mcp_cmds, policy_cmds,
+                                 relations_cmds, serving_cmds)
 
     out: dict[str, Command] = {}
-    for mod in (graph_cmds, induction_cmds, serving_cmds, mcp_cmds, policy_cmds, eval_cmds, data_cmds):
+    for mod in (graph_cmds, induction_cmds, serving_cmds, mcp_cmds, policy_cmds, relations_cmds, eval_cmds, data_cmds):
         out.update(mod.COMMANDS)
     return out
 

@@ -12,11 +12,13 @@ from graph.models import Fact, Relation, RelationalState, RelationView, Validity
 
 # Which kinds of fact may replace which (an update must stay within compatible information types:
 # a preference can be replaced by a newer preference or a constraint, not by an event).
+# An experience or event is history, but what it implied can be outgrown: "I went to a fusion festival and
+# loved it" is replaced, as a guide to what the user wants, by a later "fusion feels overproduced now".
 SUPERSEDE_COMPATIBLE: Mapping[str, frozenset[str]] = {
-    "preference": frozenset({"preference", "constraint", "belief"}),
+    "preference": frozenset({"preference", "constraint", "belief", "experience", "event"}),
     "belief": frozenset({"belief", "preference"}),
-    "circumstance": frozenset({"circumstance", "constraint", "event"}),
-    "constraint": frozenset({"constraint", "circumstance", "preference"}),
+    "circumstance": frozenset({"circumstance", "constraint", "event", "experience"}),
+    "constraint": frozenset({"constraint", "circumstance", "preference", "experience"}),
     "plan": frozenset({"plan", "event", "circumstance"}),
     "experience": frozenset({"experience", "preference", "belief"}),
     "event": frozenset({"event", "plan"}),
@@ -35,6 +37,58 @@ def can_supersede(new_kind: str, old_kind: str) -> bool:
 def can_conflict(a_kind: str, b_kind: str) -> bool:
     """Conflicts may join any two propositional kinds except pure events vs. plans (both can be true)."""
     return frozenset({a_kind, b_kind}) != frozenset({"event", "plan"})
+
+
+# Holders whose facts are outside evidence (the assistant's statements, retrieved documents), not a person's state.
+EVIDENCE_HOLDERS: frozenset[str] = frozenset({"assistant", "document"})
+
+
+def may_supersede(new_kind: str, old_kind: str, new_holder: str, old_holder: str, new_is_later: bool,
+                  new_is_retrospective: bool = False, old_reports_change: bool = False) -> bool:
+    """Direction and scope of a replacement: only a *later* statement of the *same holder* replaces an
+    earlier one, within compatible kinds. Evidence never replaces a person's state (it may dispute it).
+    A retrospective restatement ("I used to love jazz") never replaces a statement that already reports
+    the change ("I no longer enjoy jazz; I prefer techno"): it agrees with it, it does not flip it back.
+
+    >>> may_supersede("preference", "preference", "user", "user", True)
+    True
+    >>> may_supersede("preference", "preference", "user", "user", False)  # an old view restated later
+    False
+    >>> may_supersede("belief", "preference", "document", "user", True)
+    False
+    """
+    if new_is_retrospective and old_reports_change:
+        return False
+    return new_is_later and new_holder == old_holder and can_supersede(new_kind, old_kind)
+
+
+def change_evidenced(old_kind: str, change_cue: bool, shift_cue: bool, polarity_differs: bool) -> bool:
+    """A replacement needs the newer statement to *say* that something changed: an explicit change cue
+    ("no longer", "switched to", "I used to love…", "anymore"), a shift marker ("now", "lately",
+    "instead", "but") or the opposite polarity. What an event or experience implied is replaced only on
+    an explicit change cue ("fusion doesn't excite me anymore"): a later remark on the same topic
+    ("we love painting lately" after "we made pots") is not an update of what happened.
+
+    >>> change_evidenced("preference", False, True, False), change_evidenced("experience", False, True, False)
+    (True, False)
+    """
+    if old_kind in ("event", "experience"):
+        return change_cue
+    return change_cue or shift_cue or polarity_differs
+
+
+def may_conflict(a_kind: str, b_kind: str, a_holder: str, b_holder: str) -> bool:
+    """A conflict joins two statements of one holder, or a person's statement and outside evidence
+    (paper §3.3: user belief vs objective evidence); two different people may simply differ.
+
+    >>> may_conflict("preference", "belief", "user", "document"), may_conflict("preference", "preference", "Ann", "Bob")
+    (True, False)
+    """
+    if not can_conflict(a_kind, b_kind):
+        return False
+    if a_holder == b_holder:
+        return True
+    return (a_holder in EVIDENCE_HOLDERS) != (b_holder in EVIDENCE_HOLDERS)
 
 
 def derive_validity(

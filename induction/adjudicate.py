@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from graph.edits import AttachFact, Conflict, CreateConcept, MergeConcepts, OntologyEdit, SplitChild, SplitConcept, Supersede
 from graph.models import FactKind
-from graph.rules import can_conflict, can_supersede
+from graph.rules import can_conflict, can_supersede, may_conflict, may_supersede
 from graph.snapshot import Snapshot
 from induction.config import LLMCallConfig, RuleAdjudicatorConfig
 from induction.extract import ExtractionError, RejectedItem, call_model, concept_id_for, concept_slug
@@ -74,6 +74,13 @@ def _kind_of(fid: str, res: Resolution, by_id: dict[str, ResolvedFact]) -> str |
     return f.kind if f else None
 
 
+def _holder_of(fid: str, res: Resolution, by_id: dict[str, ResolvedFact]) -> str:
+    if fid in by_id:
+        return by_id[fid].candidate.holder
+    f = res.existing.get(fid)
+    return f.holder if f else ""
+
+
 class RuleAdjudicator:
     """Offline rules, per new fact, against its older, still-current neighbours of the same holder
     (never from the same turn):
@@ -89,6 +96,7 @@ class RuleAdjudicator:
 
     def __init__(self, cfg: RuleAdjudicatorConfig | None = None):
         self.cfg = cfg or RuleAdjudicatorConfig()
+        self.fallback_reason: str | None = None  # set when the rules stand in for an absent relation model
 
     def adjudicate(self, res: Resolution, snap: Snapshot) -> Adjudication:
         cfg = self.cfg
@@ -197,7 +205,7 @@ class LLMAdjudicator:
     name = "llm"
 
     def __init__(self, chat: ChatModel, cfg: LLMCallConfig | None = None, max_existing: int = 40):
-        from induction.prompts import adjudicate_v1 as prompt
+        from induction.prompts import adjudicate_v2 as prompt
 
         self.chat, self.prompt = chat, prompt
         self.cfg = cfg or LLMCallConfig()
@@ -237,6 +245,7 @@ def apply_labels(res: Resolution, snap: Snapshot, view: object, reply: object, b
         if d.label == "duplicate":
             continue  # text duplicates were settled without the model
         kind = by_id[fid].candidate.kind
+        holder = by_id[fid].candidate.holder
         targets = [alias.get(t) for t in lab.targets]
         valid = [t for t in targets if t is not None and t in offered.get(fid, set())]
         if len(valid) != len(targets):
@@ -244,14 +253,16 @@ def apply_labels(res: Resolution, snap: Snapshot, view: object, reply: object, b
         if lab.label == "duplicate" and valid:
             d.label, d.duplicate_of, d.reason = "duplicate", valid[0], lab.reason or "model: duplicate"
         elif lab.label == "supersedes":
-            ok = [t for t in valid if can_supersede(kind, _kind_of(t, res, by_id) or "")]
+            # Offered candidates are older by construction; holders and kinds are checked here (graph.rules).
+            ok = [t for t in valid if may_supersede(kind, _kind_of(t, res, by_id) or "", holder,
+                                                    _holder_of(t, res, by_id), True)]
             if len(ok) != len(valid):
-                bad(f"{lab.fact} supersedes {lab.targets}", f"a {kind} cannot supersede those kinds")
+                bad(f"{lab.fact} supersedes {lab.targets}", f"a {kind} of {holder} cannot supersede those facts")
             d.supersedes, d.reason = ok, lab.reason or "model: supersedes"
-        elif lab.label == "conflicts":
-            ok = [t for t in valid if can_conflict(kind, _kind_of(t, res, by_id) or "")]
+        elif lab.label in ("conflicts", "conflicts_with"):  # v1 and v2 names
+            ok = [t for t in valid if may_conflict(kind, _kind_of(t, res, by_id) or "", holder, _holder_of(t, res, by_id))]
             if len(ok) != len(valid):
-                bad(f"{lab.fact} conflicts {lab.targets}", f"a {kind} cannot conflict with those kinds")
+                bad(f"{lab.fact} conflicts {lab.targets}", f"a {kind} of {holder} cannot conflict with those facts")
             d.conflicts_with, d.reason = ok, lab.reason or "model: conflicts"
         if lab.concept:
             cid = alias.get(lab.concept)

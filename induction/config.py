@@ -70,6 +70,28 @@ class RuleAdjudicatorConfig(_Cfg):
     split_min_child: int = Field(default=5, ge=2, description="Each child of a SPLIT needs at least this many facts.")
 
 
+class RelationModelConfig(_Cfg):
+    """The learned relation model's use at ingest (induction/relations/); training is configs/relations-*.yaml."""
+
+    artefact_dir: str | None = Field(default=None, description="Folder of the artefact (None = the one shipped in the package).")
+    artefact_name: str = Field(default="relations-v1", description="Artefact file stem (<name>.npz + <name>.json).")
+    supersede_threshold: float = Field(default=0.5, ge=0.0, le=1.0, description="P(supersedes) at/above which a later "
+                                       "fact of the same holder replaces a candidate partner.")
+    conflict_threshold: float = Field(default=0.5, ge=0.0, le=1.0, description="P(conflicts_with) at/above which a conflict "
+                                      "is recorded (same holder, or a person vs outside evidence).")
+    same_holder_conflict_threshold: float = Field(default=0.8, ge=0.0, le=1.0, description="Stricter bar for a conflict "
+                                                  "between two statements of one holder (a person rarely contradicts "
+                                                  "themself without a change; a false dispute hides a current fact).")
+    duplicate_threshold: float = Field(default=0.9, ge=0.0, le=1.0, description="P(duplicate) at/above which a new fact "
+                                       "is dropped as a restatement of an older one of the same holder.")
+    require_change_evidence: bool = Field(default=True, description="A replacement needs the newer statement to say "
+                                          "something changed (graph.rules.change_evidenced); off = the model alone.")
+    max_candidates: int = Field(default=12, ge=1, le=100, description="Candidate partners scored per new fact, closest first.")
+    max_superseded_per_fact: int = Field(default=3, ge=1, description="A new fact replaces at most this many older ones.")
+    cache_vectors: int = Field(default=50000, ge=0, description="Sentence vectors of stored facts kept in memory "
+                               "(stored facts carry no vectors in the snapshot; a miss is embedded again).")
+
+
 class LLMCallConfig(_Cfg):
     max_tokens: int = Field(default=2048, ge=16, description="Completion budget of one call.")
     temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="0 = deterministic decoding.")
@@ -80,7 +102,9 @@ class LLMCallConfig(_Cfg):
 class IngestConfig(_Cfg):
     extractor: Literal["offline", "llm"] = Field(default="offline", description="offline: deterministic rules (default); "
                                                  "llm: a chat model with a JSON schema.")
-    adjudicator: Literal["rules", "llm"] = Field(default="rules", description="rules: deterministic; llm: one batched call.")
+    adjudicator: Literal["model", "rules", "llm"] = Field(
+        default="model", description="model: the trained relation model shipped in the package (the rules when its "
+        "artefact is absent); rules: deterministic cue rules; llm: one batched call.")
     on_adjudication_error: Literal["keep_new", "rules"] = Field(
         default="keep_new", description="When the adjudicator fails or times out: keep every fact as new (never lost), "
         "or fall back to the deterministic rules.")
@@ -88,6 +112,7 @@ class IngestConfig(_Cfg):
     offline: OfflineExtractorConfig = Field(default_factory=OfflineExtractorConfig)
     resolve: ResolveConfig = Field(default_factory=ResolveConfig)
     rules: RuleAdjudicatorConfig = Field(default_factory=RuleAdjudicatorConfig)
+    relations: RelationModelConfig = Field(default_factory=RelationModelConfig)
     llm: LLMCallConfig = Field(default_factory=LLMCallConfig)
     evidence_min_ratio: float = Field(default=0.9, ge=0.5, le=1.0,
                                       description="Share of the (normalized) evidence quote that must occur in its source turn.")

@@ -224,7 +224,22 @@ def make_ingestor(memory: Memory, config: IngestConfig | None = None, chat: Chat
                             else OfflineExtractor(cfg.offline))
     adjudicator: Adjudicator = (LLMAdjudicator(chat, cfg.llm) if cfg.adjudicator == "llm" and chat is not None
                                 else RuleAdjudicator(cfg.rules))
+    if cfg.adjudicator == "model":
+        adjudicator = model_adjudicator(memory, cfg)
     return Ingestor(memory, extractor, adjudicator, cfg)
+
+
+def model_adjudicator(memory: Memory, cfg: IngestConfig) -> Adjudicator:
+    """The trained relation model, or the rules when its artefact is absent or does not fit the embedder
+    (the reason is kept on the rules adjudicator as ``fallback_reason``)."""
+    from induction.relations.adjudicator import ModelAdjudicator
+
+    try:
+        return ModelAdjudicator.load(memory.embedder, cfg.relations, cfg.rules)
+    except (FileNotFoundError, ValueError) as e:
+        rules = RuleAdjudicator(cfg.rules)
+        rules.fallback_reason = f"relation model unavailable, using the rules: {e}"
+        return rules
 
 
 def build_ingestor(memory: Memory, config: IngestConfig, extraction: ModelEndpointConfig) -> Ingestor:

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from graph.models import Fact, Relation
-from graph.rules import can_conflict, can_supersede, derive_state, derive_validity, has_cycle
+from graph.rules import change_evidenced, can_conflict, can_supersede, derive_state, derive_validity, has_cycle, may_conflict, may_supersede
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 PAST = NOW - timedelta(days=1)
@@ -52,7 +52,51 @@ SUPERSEDE_CASES = [
     ("event", "plan", True),
     ("belief", "event", False),
     ("circumstance", "circumstance", True),
+    ("preference", "experience", True),  # an experience outgrown: what it implied is replaced
+    ("preference", "event", True),
+    ("experience", "preference", True),
+    ("event", "experience", False),  # one happening does not replace another
 ]
+
+
+DIRECTION_CASES = [
+    # (new kind, old kind, new holder, old holder, new is later, allowed)
+    ("preference", "preference", "user", "user", True, True),
+    ("preference", "preference", "user", "user", False, False),  # an old preference restated later: no flip
+    ("preference", "experience", "user", "user", True, True),
+    ("belief", "preference", "document", "user", True, False),  # evidence disputes, never replaces
+    ("preference", "preference", "Ann", "Bob", True, False),  # another person's preference
+    ("event", "preference", "user", "user", True, False),
+]
+
+
+@pytest.mark.parametrize("old_kind,cue,shift,polar,ok", [
+    ("preference", True, False, False, True), ("preference", False, True, False, True),
+    ("preference", False, False, True, True), ("preference", False, False, False, False),  # same topic, no change said
+    ("experience", True, False, False, True), ("experience", False, True, True, False), ("event", False, True, False, False)])
+def test_change_must_be_evidenced(old_kind: str, cue: bool, shift: bool, polar: bool, ok: bool) -> None:
+    assert change_evidenced(old_kind, cue, shift, polar) is ok
+
+
+def test_a_restated_old_preference_does_not_flip_the_newer_one() -> None:
+    # "I used to love jazz" after "I no longer enjoy jazz; I prefer techno": agrees with it, never replaces it
+    assert not may_supersede("preference", "preference", "user", "user", True, new_is_retrospective=True,
+                             old_reports_change=True)
+    # ...but a retrospective statement may still close an old present-tense claim ("I love jazz")
+    assert may_supersede("preference", "preference", "user", "user", True, new_is_retrospective=True)
+
+
+@pytest.mark.parametrize("nk,ok_,nh,oh,later,ok", DIRECTION_CASES)
+def test_may_supersede_direction(nk: str, ok_: str, nh: str, oh: str, later: bool, ok: bool) -> None:
+    assert may_supersede(nk, ok_, nh, oh, later) is ok
+
+
+@pytest.mark.parametrize("a,b,ha,hb,ok", [
+    ("preference", "belief", "user", "document", True), ("belief", "preference", "assistant", "user", True),
+    ("preference", "preference", "user", "user", True), ("preference", "preference", "Ann", "Bob", False),
+    ("belief", "belief", "assistant", "document", False), ("event", "plan", "user", "user", False)])
+def test_may_conflict_holders(a: str, b: str, ha: str, hb: str, ok: bool) -> None:
+    assert may_conflict(a, b, ha, hb) is ok
 
 
 @pytest.mark.parametrize("new,old,ok", SUPERSEDE_CASES)

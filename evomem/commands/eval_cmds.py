@@ -63,6 +63,10 @@ class EvalOptions(LLMOptions):
     limit_sessions: int | None = Field(default=None, ge=1, description="Only the first N sessions of each conversation.")
     limit_questions: int | None = Field(default=None, ge=1, description="Only the first N questions per conversation "
                                         "(MemSyco: rows per task file).")
+    skip_rows: int = Field(default=0, ge=0, description="MemSyco: leave out the first N rows of each task file (e.g. "
+                           "the rows the relation model was trained on).")
+    tasks: list[str] | None = Field(default=None, description="MemSyco: only these task files (e.g. "
+                                    "valid_memory_selection memory_evidence_conflict); default all.")
     threshold: float = Field(default=0.45, ge=0, le=1, description="MemSyco: min cosine for a fact to stand for a gold item.")
     answers: Literal["off", "local", "openai"] = Field(default="off", description="Answer metrics: off (default), local "
                                                        "(SmolLM2 in-process), openai (--answer-url).")
@@ -239,7 +243,7 @@ def _run_memsyco(opts: EvalOptions, ing: Any, prefix: str) -> dict[str, Any]:
 
     try:
         return memsyco_report(opts.data, ing, k=opts.k, threshold=opts.threshold,
-                              limit=opts.limit_questions or opts.limit_conversations,
+                              limit=opts.limit_questions or opts.limit_conversations, tasks=opts.tasks, skip=opts.skip_rows,
                               user_prefix=f"{prefix}memsyco-", progress=progress)
     finally:
         bar.close()

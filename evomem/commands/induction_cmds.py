@@ -27,8 +27,9 @@ if TYPE_CHECKING:  # imported where used: the CLI starts without loading every s
 class LLMOptions(CommonOptions):
     extractor: Literal["offline", "llm"] = Field(default="offline", description="offline: deterministic rules (default); "
                                                  "llm: a chat model with a JSON schema.")
-    adjudicator: Literal["rules", "llm"] | None = Field(default=None, description="Default: llm with --extractor llm, "
-                                                        "else rules.")
+    adjudicator: Literal["model", "rules", "llm"] | None = Field(
+        default=None, description="Default: llm with --extractor llm, else model (the trained relation model; the "
+        "rules when its artefact is absent).")
     llm_url: str | None = Field(default=None, description="OpenAI-compatible endpoint incl. /v1 (vLLM, evomem "
                                 "serve-model); without it the llm choices run SmolLM2 in-process.")
     llm_model: str = Field(default="default", description="Served model name.")
@@ -38,7 +39,7 @@ class LLMOptions(CommonOptions):
         from induction.config import IngestConfig
 
         return IngestConfig(extractor=self.extractor,
-                            adjudicator=self.adjudicator or ("llm" if self.extractor == "llm" else "rules"))
+                            adjudicator=self.adjudicator or ("llm" if self.extractor == "llm" else "model"))
 
     def chat_model(self) -> ChatModel | None:
         cfg = self.ingest_config()

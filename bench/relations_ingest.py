@@ -1,0 +1,97 @@
+"""Offline ingest with the relation model vs the rules: sessions/s, edges per 100 facts, an edge sample.
+
+Ingests the first LoCoMo conversations session by session (offline extractor, MiniLM, embedded store),
+once per adjudicator, alternating the order per repetition so machine load hits both alike. Prints
+sessions/s for each and the overhead of the model over the rules (the bar: <= 20 %), and the number of
+SUPERSEDES / CONFLICTS_WITH edges per 100 facts; ``--audit FILE`` writes a seeded sample of the
+model's edges with both statements (for the hand audit in docs/results/).
+
+    python bench/relations_ingest.py --conversations 2 --sessions 8 --repeat 2 --audit docs/results/relations-locomo-edges.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from evomem.settings import Settings  # noqa: E402
+from induction.adapters import load_locomo  # noqa: E402
+from induction.config import IngestConfig  # noqa: E402
+from induction.pipeline import make_ingestor  # noqa: E402
+from memcore.memory import Memory  # noqa: E402
+
+
+def run(adjudicator: str, convs: list, n_sessions: int) -> tuple[float, int, dict[str, int], list[tuple[str, str, str, str]]]:
+    s = Settings()
+    s.store.path = str(Path(tempfile.mkdtemp(prefix="evomem-relbench-")) / "store")
+    mem = Memory.from_settings(s)
+    ing = make_ingestor(mem, IngestConfig(adjudicator=adjudicator))  # type: ignore[arg-type]
+    mem.embedder.embed(["warm up"])
+    n = 0
+    t0 = time.perf_counter()
+    for conv in convs:
+        for sess in conv.sessions[:n_sessions]:
+            ing.ingest(sess)
+            n += 1
+    dt = time.perf_counter() - t0
+    facts, edges = 0, {"SUPERSEDES": 0, "CONFLICTS_WITH": 0}
+    sample: list[tuple[str, str, str, str]] = []
+    for conv in convs:
+        snap = mem.store.load_snapshot(conv.user_id)
+        facts += len(snap.facts)
+        for r in snap.relations.values():
+            edges[r.type] = edges.get(r.type, 0) + 1
+            sample.append((r.type, snap.facts[r.src].statement, snap.facts[r.dst].statement, r.reason))
+    mem.close()
+    return n / dt, facts, edges, sample
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "locomo" / "locomo10.json"))
+    ap.add_argument("--conversations", type=int, default=2)
+    ap.add_argument("--sessions", type=int, default=8)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--audit", default=None, help="Write a sample of the model's edges here (markdown).")
+    ap.add_argument("--audit-n", type=int, default=30)
+    ap.add_argument("--only", choices=["rules", "model"], default=None, help="Run one adjudicator (no overhead figure).")
+    a = ap.parse_args()
+    convs = load_locomo(a.data, user_prefix="bench-")[: a.conversations]
+    rates: dict[str, list[float]] = {"rules": [], "model": []}
+    last: dict[str, tuple[int, dict[str, int], list[tuple[str, str, str, str]]]] = {}
+    for rep in range(a.repeat):
+        for adj in ((a.only,) if a.only else ("rules", "model") if rep % 2 == 0 else ("model", "rules")):
+            r, facts, edges, sample = run(adj, convs, a.sessions)
+            rates[adj].append(r)
+            last[adj] = (facts, edges, sample)
+            print(f"rep {rep} {adj:<5} {r:.3f} sessions/s  facts={facts} edges={edges}", flush=True)
+    mean = {k: sum(v) / len(v) for k, v in rates.items() if v}
+    if len(mean) == 2:
+        print(f"sessions/s  rules={mean['rules']:.3f}  model={mean['model']:.3f}  "
+              f"overhead={(mean['rules'] / mean['model'] - 1) * 100:+.1f}% time per session")
+    for adj, (facts, edges, _) in last.items():
+        per = {k: round(100 * v / max(1, facts), 2) for k, v in edges.items()}
+        print(f"{adj}: edges per 100 facts {per} (facts={facts})")
+    if a.audit and "model" in last:
+        sample = last["model"][2]
+        random.Random(0).shuffle(sample)
+        lines = ["# Relation model on LoCoMo: a seeded sample of created edges (hand audit)", "",
+                 f"{len(sample)} edges over {last['model'][0]} facts; sample of {min(a.audit_n, len(sample))}.", "",
+                 "| # | type | newer / a | older / b | reason | verdict |", "|---|---|---|---|---|---|"]
+        for k, (typ, src, dst, why) in enumerate(sample[: a.audit_n], 1):
+            esc = [x.replace("|", "/")[:160] for x in (src, dst, why)]
+            lines.append(f"| {k} | {typ} | {esc[0]} | {esc[1]} | {esc[2]} | |")
+        Path(a.audit).parent.mkdir(parents=True, exist_ok=True)
+        Path(a.audit).write_text("\n".join(lines) + "\n")
+        print(f"wrote {a.audit}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,193 @@
+"""The default offline adjudicator: the trained relation model proposes, the rules dispose.
+
+Per new fact, its candidate partners (``candidates``: resolve's neighbours — embedding neighbours among
+stored facts and earlier facts of the session, any holder — that are older, from another turn and
+still current) are scored by the model (induction/relations/model.py) into supersedes /
+conflicts_with / duplicate / unrelated. A label becomes a decision only if ``graph.rules`` allows it:
+a replacement needs the same holder, a later statement and compatible kinds (``may_supersede``); a
+conflict needs one holder, or a person against outside evidence (``may_conflict``). The edit
+validator then checks acyclicity and the user boundary when the batch is applied. Concept operations
+are the rules' (``RuleAdjudicator._concept_ops``).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from functools import lru_cache
+from collections.abc import Sequence
+import numpy as np
+
+from graph.rules import change_evidenced, may_conflict, may_supersede
+from graph.snapshot import Snapshot
+from induction.adjudicate import Adjudication, Decision, RuleAdjudicator, _base
+from induction.config import RelationModelConfig, RuleAdjudicatorConfig
+from induction.relations.candidates import candidates
+from induction.relations.features import LABELS, PAST_STATE, SHIFT, FactView, PairContext, pair_features
+from induction.relations.model import ARTEFACT_DIR, PROBE, RelationModel
+from induction.resolve import Neighbour, Resolution, ResolvedFact, embedding_text
+from llmclients.embeddings import Embedder
+
+_STATIVE = frozenset({"preference", "constraint", "belief", "circumstance", "plan"})
+SUP, CONF, DUP = LABELS.index("supersedes"), LABELS.index("conflicts_with"), LABELS.index("duplicate")
+
+
+@lru_cache(maxsize=65536)
+def _negated(statement: str) -> bool:
+    from induction.adjudicate import _has_negation
+
+    return _has_negation(statement)
+
+
+def _stored_text(statement: str, holder: str) -> str:
+    prefix = f"{holder}: "
+    return statement[len(prefix):] if holder != "user" and statement.startswith(prefix) else statement
+
+
+class ModelAdjudicator:
+    name = "model"
+
+    def __init__(self, model: RelationModel, embedder: Embedder, cfg: RelationModelConfig | None = None,
+                 rules: RuleAdjudicatorConfig | None = None):
+        self.model, self.embedder = model, embedder
+        self.cfg = cfg or RelationModelConfig()
+        self.rules = RuleAdjudicator(rules)
+        self._vecs: OrderedDict[str, np.ndarray] = OrderedDict()
+
+    @classmethod
+    def load(cls, embedder: Embedder, cfg: RelationModelConfig | None = None,
+             rules: RuleAdjudicatorConfig | None = None) -> ModelAdjudicator:
+        """Raises FileNotFoundError (no artefact) or ValueError (artefact does not fit this embedder)."""
+        cfg = cfg or RelationModelConfig()
+        model = RelationModel.load(cfg.artefact_dir or ARTEFACT_DIR, cfg.artefact_name)
+        meta = model.manifest.get("embedder", {})
+        probe = meta.get("probe")
+        if probe is not None:
+            # The features include similarities (and maybe vectors) of one sentence model: another embedder
+            # (BGE-M3, the test hashing trick) would feed the model inputs it never saw.
+            v = np.asarray(embedder.embed([str(meta.get("probe_text", PROBE))])[0], dtype=np.float32)
+            ref = np.asarray(probe, dtype=np.float32)
+            if v.shape != ref.shape or float(v @ ref) / (float(np.linalg.norm(v) * np.linalg.norm(ref)) or 1.0) < 0.98:
+                raise ValueError(f"relation model {cfg.artefact_name} was trained with the {meta.get('kind')} embedder; "
+                                 "this embedder gives different vectors")
+        return cls(model, embedder, cfg, rules)
+
+    # ------------------------------------------------------------ vectors of stored facts
+    def _remember(self, fid: str, v: np.ndarray) -> None:
+        if self.cfg.cache_vectors <= 0:
+            return
+        self._vecs[fid] = v
+        self._vecs.move_to_end(fid)
+        while len(self._vecs) > self.cfg.cache_vectors:
+            self._vecs.popitem(last=False)
+
+    def _vectors(self, res: Resolution, needed: Sequence[str]) -> dict[str, np.ndarray]:
+        out: dict[str, np.ndarray] = {}
+        for r in res.facts:
+            out[r.candidate.fact_id] = np.asarray(r.embedding, dtype=np.float32)
+        missing = [f for f in dict.fromkeys(needed) if f not in out and f not in self._vecs and f in res.existing]
+        if missing:
+            texts = [_stored_text(res.existing[f].statement, res.existing[f].holder) for f in missing]
+            for f, v in zip(missing, np.asarray(self.embedder.embed(texts), dtype=np.float32)):
+                self._remember(f, v)
+        for f in needed:
+            if f not in out and f in self._vecs:
+                out[f] = self._vecs[f]
+        return out
+
+    # ------------------------------------------------------------ adjudication
+    def _view(self, fid: str, res: Resolution, by_id: dict[str, ResolvedFact], kinds: dict[str, str]) -> FactView:
+        if fid in by_id:
+            c = by_id[fid].candidate
+            return FactView(statement=embedding_text(c), kind=kinds.get(fid, c.kind), holder=c.holder,
+                            change="change" in c.cues, negation="negation" in c.cues, scoped=c.scope is not None)
+        f = res.existing[fid]
+        return FactView(statement=_stored_text(f.statement, f.holder), kind=f.kind, holder=f.holder,
+                        change=bool(f.qualifiers.get("change_cue")), negation=_negated(f.statement),
+                        scoped=f.scope is not None)
+
+    def adjudicate(self, res: Resolution, snap: Snapshot) -> Adjudication:
+        cfg = self.cfg
+        by_id = res.by_id()
+        closed: set[str] = {f for f, v in res.validity.items() if v in ("superseded", "retracted", "expired")}
+        kinds: dict[str, str] = {}
+        todo = {r.candidate.fact_id: candidates(r, by_id, set(), cfg.max_candidates) for r in res.facts
+                if r.duplicate_of is None}
+        vecs = self._vectors(res, [n.fact_id for ns in todo.values() for n in ns]) if self.model.pair_embedding else {}
+        decisions: list[Decision] = []
+        for r in res.facts:
+            d = _base(r)
+            c = r.candidate
+            if d.label == "duplicate":
+                decisions.append(d)
+                continue
+            cands = [n for n in todo[c.fact_id] if n.fact_id not in closed
+                     and (not self.model.pair_embedding or n.fact_id in vecs)]
+            if cands:
+                new = self._view(c.fact_id, res, by_id, kinds)
+                u = vecs.get(c.fact_id) if self.model.pair_embedding else None
+                X = np.stack([pair_features(new, self._view(n.fact_id, res, by_id, kinds),
+                                            PairContext(similarity=n.similarity, rank=k, n_candidates=len(cands),
+                                                        same_concept=n.same_concept, near_concept=n.near_concept,
+                                                        in_session=n.in_session),
+                                            u, vecs.get(n.fact_id), self.model.pair_embedding)
+                              for k, n in enumerate(cands)])
+                P = self.model.predict_proba(X)
+                views = [self._view(n.fact_id, res, by_id, kinds) for n in cands]
+                shift = bool(SHIFT.search(new.statement))
+                said = [change_evidenced(v.kind, new.change, shift, new.negation != v.negation)
+                        or not cfg.require_change_evidence for v in views]
+                self._decide(d, c.kind, c.kind_certain, c.holder, cands, P, res, by_id, kinds,
+                             retrospective=bool(PAST_STATE.search(new.statement)),
+                             partner_change=[v.change for v in views], evidenced=said)
+            closed.update(d.supersedes)
+            if d.label == "duplicate":
+                closed.add(c.fact_id)
+            decisions.append(d)
+        for r in res.facts:  # the vectors of this batch's facts are the stored vectors of tomorrow
+            self._remember(r.candidate.fact_id, np.asarray(r.embedding, dtype=np.float32))
+        return Adjudication(decisions=decisions, concept_ops=self.rules._concept_ops(res, snap, decisions))
+
+    def _decide(self, d: Decision, kind: str, certain: bool, holder: str, cands: list[Neighbour], P: np.ndarray,
+                res: Resolution, by_id: dict[str, ResolvedFact], kinds: dict[str, str], retrospective: bool = False,
+                partner_change: Sequence[bool] = (), evidenced: Sequence[bool] = ()) -> None:
+        cfg = self.cfg
+
+        def info(fid: str) -> tuple[str, str]:
+            if fid in by_id:
+                c = by_id[fid].candidate
+                return kinds.get(fid, c.kind), c.holder
+            f = res.existing[fid]
+            return f.kind, f.holder
+
+        best = int(np.argmax(P[:, DUP]))
+        if P[best, DUP] >= cfg.duplicate_threshold and info(cands[best].fact_id)[1] == holder:
+            d.label, d.duplicate_of = "duplicate", cands[best].fact_id
+            d.reason = f"model: duplicate (p={P[best, DUP]:.2f})"
+            return
+        order = np.argsort(-P[:, SUP], kind="stable")
+        sup: list[str] = []
+        for k in order:
+            if P[k, SUP] < cfg.supersede_threshold or len(sup) >= cfg.max_superseded_per_fact:
+                break
+            if evidenced and not evidenced[k]:
+                continue  # the newer statement does not say anything changed (graph.rules.change_evidenced)
+            okind, oholder = info(cands[k].fact_id)
+            use = kind
+            if not certain and okind in _STATIVE and not sup:
+                use = okind  # a guessed kind takes the kind of the state it replaces (as the rules do)
+            if may_supersede(use, okind, holder, oholder, cands[k].older, retrospective,
+                             bool(partner_change[k]) if k < len(partner_change) else False):
+                if use != kind and not sup:
+                    d.kind, kinds[d.fact_id] = use, use
+                    kind = use
+                sup.append(cands[k].fact_id)
+        if sup:
+            d.supersedes = sup
+            d.reason = f"model: supersedes (p={float(P[order[0], SUP]):.2f})"
+        k = int(np.argmax(P[:, CONF]))
+        if cands[k].fact_id not in sup:
+            okind, oholder = info(cands[k].fact_id)
+            bar = cfg.same_holder_conflict_threshold if oholder == holder else cfg.conflict_threshold
+            if P[k, CONF] >= bar and may_conflict(kind, okind, holder, oholder):
+                d.conflicts_with = [cands[k].fact_id]
+                d.reason = (d.reason + "; " if d.reason else "") + f"model: conflicts (p={float(P[k, CONF]):.2f})"

@@ -1,0 +1,181 @@
+"""The relation model: features, the numpy classifier and its artefact, and the adjudicator where the
+model proposes and graph.rules disposes (direction, holders, kinds). No sentence model is loaded here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from graph.models import Fact
+from graph.snapshot import Snapshot
+from induction.config import RelationModelConfig
+from induction.extract import CandidateFact
+from induction.relations.adjudicator import ModelAdjudicator
+from induction.relations.features import LABELS, STRUCT_NAMES, FactView, PairContext, pair_features
+from induction.relations.model import FitParams, RelationModel, fit, scores
+from induction.resolve import Neighbour, Resolution, ResolvedFact
+from llmclients.embeddings import HashEmbedder
+
+
+def test_features_are_fixed_width_and_see_holders_and_cues() -> None:
+    new = FactView("I no longer enjoy jazz; these days I prefer techno.", "preference", "user", change=True, negation=True)
+    old = FactView("An independent evaluation found that Atlas is faster.", "belief", "document")
+    x = pair_features(new, old, PairContext(similarity=0.6), None, None, pair_embedding=False)
+    assert x.shape == (len(STRUCT_NAMES),)
+    named = dict(zip(STRUCT_NAMES, x))
+    assert named["same_holder"] == 0 and named["new_user"] == 1 and named["old_evidence"] == 1
+    assert named["new_change"] == 1 and named["neg_xor"] == 1 and named["old_evidence_cues"] >= 2
+    u = np.ones(4, dtype=np.float32) / 2
+    assert pair_features(new, old, PairContext(similarity=0.6), u, -u, True).shape == (len(STRUCT_NAMES) + 8,)
+    with pytest.raises(ValueError):
+        pair_features(new, old, PairContext(similarity=0.6), None, None, True)
+
+
+@pytest.mark.parametrize("hidden", [0, 8])
+def test_fit_is_deterministic_learns_and_round_trips(tmp_path: Path, hidden: int) -> None:
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((400, 5)).astype(np.float32)
+    y = (X[:, 0] > 0.5).astype(np.int64) + 2 * (X[:, 1] > 1.0).astype(np.int64) * (X[:, 0] <= 0.5)
+    p = FitParams(hidden=hidden, epochs=200, lr=0.05, seed=3)
+    a, b = fit(X, y, p), fit(X, y, p)
+    assert np.array_equal(a.predict_proba(X), b.predict_proba(X))  # same seed, same model
+    s = scores(y, a.predict_proba(X).argmax(1))
+    assert s["accuracy"] > 0.9 and s["supersedes/f1"] > 0.8
+    a.manifest = {"labels": list(LABELS), "config": {"pair_embedding": False}}
+    a.save(tmp_path, "m")
+    back = RelationModel.load(tmp_path, "m")
+    assert np.allclose(back.predict_proba(X), a.predict_proba(X), atol=1e-6)
+    with pytest.raises(ValueError):
+        back.predict_proba(X[:, :4])
+
+
+class _Always(RelationModel):
+    """A stand-in model that proposes one label with certainty for every pair."""
+
+    def __init__(self, label: str):
+        super().__init__(mean=np.zeros(len(STRUCT_NAMES), np.float32), std=np.ones(len(STRUCT_NAMES), np.float32),
+                         W2=np.zeros((len(STRUCT_NAMES), 4), np.float32), b2=np.zeros(4, np.float32),
+                         manifest={"labels": list(LABELS), "config": {"pair_embedding": False}})
+        self.label = label
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        P = np.zeros((len(X), len(LABELS)), dtype=np.float32)
+        P[:, LABELS.index(self.label)] = 0.95
+        P[:, 0] += 0.05
+        return P
+
+
+def _cand(fid: str, statement: str, kind: str, holder: str = "user", seq: int = 0,
+          cues: tuple[str, ...] = ("change",)) -> CandidateFact:
+    return CandidateFact(fact_id=fid, statement=statement, kind=kind, holder=holder, evidence=statement,  # type: ignore[arg-type]
+                         source_turn_ids=(f"s:{seq}",), order=(seq, 0), cues=cues)  # type: ignore[arg-type]
+
+
+def _resolution(new: CandidateFact, stored: list[Fact], older: bool = True) -> Resolution:
+    nb = [Neighbour(fact_id=f.fact_id, similarity=0.8, in_session=False, older=older, same_holder=f.holder == new.holder,
+                    near_concept=True, same_concept=True, same_turn=False) for f in stored]
+    r = ResolvedFact(candidate=new, embedding=tuple([0.0] * 8), concept_id="u::c::x", neighbours=nb)
+    return Resolution(facts=[r], existing={f.fact_id: f for f in stored}, validity={f.fact_id: "current" for f in stored})
+
+
+def _fact(fid: str, statement: str, kind: str, holder: str = "user") -> Fact:
+    return Fact(fact_id=fid, user_id="u", statement=statement, kind=kind, holder=holder)  # type: ignore[arg-type]
+
+
+# (label proposed, new fact kind/holder, stored kind/holder, stored is older, expected supersedes, expected conflicts)
+DISPOSE = [
+    ("supersedes", ("preference", "user"), ("preference", "user"), True, ["old"], []),
+    ("supersedes", ("preference", "user"), ("experience", "user"), True, ["old"], []),  # an experience outgrown
+    ("supersedes", ("preference", "user"), ("preference", "user"), False, [], []),  # never backwards in time
+    ("supersedes", ("belief", "document"), ("preference", "user"), True, [], []),  # evidence disputes, never replaces
+    ("supersedes", ("preference", "Ann"), ("preference", "Bob"), True, [], []),  # another person's preference
+    ("supersedes", ("event", "user"), ("preference", "user"), True, [], []),  # kinds that cannot replace
+    ("conflicts_with", ("belief", "document"), ("preference", "user"), True, [], ["old"]),  # user vs evidence
+    ("conflicts_with", ("preference", "Ann"), ("preference", "Bob"), True, [], []),
+    ("conflicts_with", ("belief", "assistant"), ("belief", "document"), True, [], []),
+]
+
+
+@pytest.mark.parametrize("label,new,old,older,sup,conf", DISPOSE)
+def test_the_model_proposes_and_the_rules_dispose(label: str, new: tuple[str, str], old: tuple[str, str], older: bool,
+                                                  sup: list[str], conf: list[str]) -> None:
+    adj = ModelAdjudicator(_Always(label), HashEmbedder(8), RelationModelConfig())
+    c = _cand("new", "I really prefer techno now.", new[0], new[1], seq=2)
+    res = _resolution(c, [_fact("old", "I love jazz.", old[0], old[1])], older=older)
+    d = adj.adjudicate(res, Snapshot(user_id="u")).decisions[0]
+    assert d.label == "new" and d.supersedes == sup and d.conflicts_with == conf
+
+
+def test_a_replacement_must_say_that_something_changed() -> None:
+    adj = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig())
+    quiet = _cand("new", "We love painting together.", "preference", seq=2, cues=())
+    for kind in ("preference", "experience"):
+        res = _resolution(quiet, [_fact("old", "We made our own pots.", kind)])
+        assert adj.adjudicate(res, Snapshot(user_id="u")).decisions[0].supersedes == []
+    shifted = _cand("new", "Lately we love painting instead.", "preference", seq=2, cues=())
+    res = _resolution(shifted, [_fact("old", "We love pottery.", "preference")])
+    assert adj.adjudicate(res, Snapshot(user_id="u")).decisions[0].supersedes == ["old"]
+
+
+def test_duplicates_need_the_same_holder_and_superseded_facts_are_not_candidates() -> None:
+    adj = ModelAdjudicator(_Always("duplicate"), HashEmbedder(8), RelationModelConfig())
+    c = _cand("new", "I love jazz.", "preference", seq=2)
+    d = adj.adjudicate(_resolution(c, [_fact("old", "I love jazz!", "preference")]), Snapshot(user_id="u")).decisions[0]
+    assert d.label == "duplicate" and d.duplicate_of == "old"
+    other = adj.adjudicate(_resolution(c, [_fact("old", "I love jazz!", "preference", "Ann")]), Snapshot(user_id="u"))
+    assert other.decisions[0].label == "new"
+    sup = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig())
+    res = _resolution(c, [_fact("old", "I love jazz!", "preference")])
+    res.validity["old"] = "superseded"  # an already replaced fact is not replaced (or revived) again
+    assert sup.adjudicate(res, Snapshot(user_id="u")).decisions[0].supersedes == []
+
+
+def test_an_artefact_for_another_embedder_is_refused(tmp_path: Path) -> None:
+    m = _Always("unrelated")
+    m.manifest["embedder"] = {"kind": "minilm", "dim": 8, "probe_text": "probe", "probe": [1.0] + [0.0] * 7}
+    m.save(tmp_path, "m")
+    with pytest.raises(ValueError, match="embedder"):
+        ModelAdjudicator.load(HashEmbedder(8), RelationModelConfig(artefact_dir=str(tmp_path), artefact_name="m"))
+    with pytest.raises(FileNotFoundError):
+        ModelAdjudicator.load(HashEmbedder(8), RelationModelConfig(artefact_dir=str(tmp_path), artefact_name="absent"))
+
+
+@pytest.mark.slow
+def test_shipped_model_direction_end_to_end(tmp_path: Path) -> None:
+    """The shipped artefact with MiniLM: a later change replaces the earlier preference, and the old
+    preference restated afterwards ("I used to love jazz") does not flip the newer one back."""
+    from evomem.settings import Settings
+    from induction.config import IngestConfig
+    from induction.pipeline import make_ingestor
+    from induction.session import Session
+    from induction.branch import validity_map
+    from memcore.memory import Memory
+
+    s = Settings()
+    s.store.path = str(tmp_path / "store")
+    mem = Memory.from_settings(s)
+    ing = make_ingestor(mem, IngestConfig())
+    assert ing.adjudicator.name == "model"
+    turns = ["I really love jazz, it is my favourite music.", "I understand.",
+             "I no longer enjoy jazz; these days I prefer techno.", "Sounds fun.",
+             "I used to love jazz back in college."]
+    ing.ingest(Session.model_validate({"session_id": "s1", "user_id": "u",
+                                       "turns": [{"role": "user" if i % 2 == 0 else "assistant", "text": t}
+                                                 for i, t in enumerate(turns)]}))
+    snap = mem.store.load_snapshot("u")
+    val = validity_map(snap, list(snap.facts))
+    by_text = {f.statement: val[fid] for fid, f in snap.facts.items()}
+    mem.close()
+    assert by_text["I really love jazz, it is my favourite music."] == "superseded"
+    assert by_text["I no longer enjoy jazz; these days I prefer techno."] == "current"
+
+
+def test_llm_schema_uses_the_relation_model_labels() -> None:
+    from typing import get_args
+
+    from induction.prompts import adjudicate_v2
+
+    assert set(get_args(adjudicate_v2.FactLabel.model_fields["label"].annotation)) == set(LABELS)
+    assert adjudicate_v2.VERSION == "adjudicate-v2"

@@ -1,0 +1,282 @@
+"""Training pairs for the relation model (induction/relations/): dialogue -> (features, label) rows.
+
+Every source is run through the same offline extractor and the same candidate selection as ingest
+(earlier facts from another turn, cosine >= ``min_similarity``, the ``max_candidates`` closest), so the
+model is trained on the pairs it will be asked about. Only the labelling differs per source:
+
+- synthetic (training_data/relations_synthetic.py): the planted turn pairs; everything else unrelated.
+- MemSyco valid_memory_selection: a fact close to the *current* gold item, later than a fact close to
+  the *outdated* item -> supersedes; the reverse order (an old preference restated) -> unrelated;
+  pairs far from both gold items -> unrelated; anything in between is left out (unknown).
+- MemSyco memory_evidence_conflict: the user's preference facts vs the excerpt closest to the rubric's
+  decisive evidence -> conflicts_with; vs the preference-supporting excerpt -> unrelated.
+- MemSyco scope / personalized use / objective judgment: the gold item must stay current, so every
+  pair touching its facts is unrelated (a later situation does not replace a scoped preference).
+- LoCoMo sessions: unrelated (few real updates; a capped sample, the price of some label noise).
+
+Gold items and rubric fields are answer keys: they label the pairs here and never reach ingest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from induction.adapters import load_locomo, load_memsyco
+from induction.extract import CandidateFact
+from induction.offline import NEGATION, OfflineExtractor, plain
+from induction.relations.features import LABELS, FactView, PairContext, pair_features
+from induction.resolve import embedding_text, normalize_text
+from induction.session import Session
+from training_data.relations_synthetic import synthetic_dialogues
+
+Embed = Callable[[Sequence[str]], np.ndarray]
+Labeler = Callable[[int, int], "str | None"]
+MEMSYCO_TASKS = ("valid_memory_selection", "memory_evidence_conflict", "contextual_scope_control",
+                 "personalized_memory_use", "objective_fact_judgment")
+
+
+@dataclass
+class PairSet:
+    X: list[np.ndarray] = field(default_factory=list)
+    y: list[int] = field(default_factory=list)
+    group: list[str] = field(default_factory=list)  # the dialogue (MemSyco row id) a pair comes from
+    source: list[str] = field(default_factory=list)
+    text: list[tuple[str, str]] = field(default_factory=list)
+
+    def add(self, other: PairSet) -> None:
+        for a in ("X", "y", "group", "source", "text"):
+            getattr(self, a).extend(getattr(other, a))
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray]:
+        return np.stack(self.X).astype(np.float32), np.asarray(self.y, dtype=np.int64)
+
+
+def fact_view(c: CandidateFact) -> FactView:
+    return FactView(statement=embedding_text(c), kind=c.kind, holder=c.holder, change="change" in c.cues,
+                    negation="negation" in c.cues, scoped=c.scope is not None)
+
+
+def dialogue_facts(session: Session, extractor: OfflineExtractor, embed: Embed) -> tuple[list[CandidateFact], np.ndarray]:
+    """The session's facts in time order (text duplicates of the same holder dropped, as resolve does)."""
+    facts = sorted(extractor.extract(session).facts, key=lambda c: c.order)
+    seen: set[tuple[str, str]] = set()
+    keep = []
+    for c in facts:
+        key = (c.holder, normalize_text(c.statement))
+        if key not in seen:
+            seen.add(key)
+            keep.append(c)
+    vecs = np.asarray(embed([embedding_text(c) for c in keep]), dtype=np.float32) if keep else np.zeros((0, 1), np.float32)
+    return keep, vecs
+
+
+def candidate_pairs(facts: Sequence[CandidateFact], vecs: np.ndarray, min_similarity: float,
+                    max_candidates: int) -> list[tuple[int, int, PairContext]]:
+    """(new, older partner, context) as ingest forms them: earlier facts of another turn, closest first."""
+    sims = vecs @ vecs.T if len(facts) else np.zeros((0, 0))
+    out: list[tuple[int, int, PairContext]] = []
+    for i, c in enumerate(facts):
+        cands = [j for j in range(i) if facts[j].source_turn_ids[:1] != c.source_turn_ids[:1]
+                 and sims[i, j] >= min_similarity]
+        cands.sort(key=lambda j: -sims[i, j])
+        cands = cands[:max_candidates]
+        for rank, j in enumerate(cands):
+            out.append((i, j, PairContext(similarity=float(sims[i, j]), rank=rank, n_candidates=len(cands),
+                                          same_concept=facts[j].concept == c.concept,
+                                          near_concept=facts[j].concept[:1] == c.concept[:1], in_session=True)))
+    return out
+
+
+def label_dialogue(session: Session, labeler_of: Callable[[list[CandidateFact], np.ndarray], Labeler], group: str,
+                   source: str, extractor: OfflineExtractor, embed: Embed, pair_embedding: bool,
+                   min_similarity: float, max_candidates: int) -> PairSet:
+    facts, vecs = dialogue_facts(session, extractor, embed)
+    out = PairSet()
+    if len(facts) < 2:
+        return out
+    lab = labeler_of(facts, vecs)
+    for i, j, ctx in candidate_pairs(facts, vecs, min_similarity, max_candidates):
+        y = lab(i, j)
+        if y is None:
+            continue
+        out.X.append(pair_features(fact_view(facts[i]), fact_view(facts[j]), ctx, vecs[i], vecs[j], pair_embedding))
+        out.y.append(LABELS.index(y))
+        out.group.append(group)
+        out.source.append(source)
+        out.text.append((facts[i].statement, facts[j].statement))
+    return out
+
+
+# ---------------------------------------------------------------- labelers
+def synthetic_labeler(rel: dict[tuple[int, int], str]) -> Callable[[list[CandidateFact], np.ndarray], Labeler]:
+    def make(facts: list[CandidateFact], vecs: np.ndarray) -> Labeler:
+        turn = [int(c.order[0]) for c in facts]
+        return lambda i, j: rel.get((turn[i], turn[j]), "unrelated")
+    return make
+
+
+def _near(vecs: np.ndarray, item_vecs: np.ndarray, facts: list[CandidateFact], threshold: float,
+          holders: Callable[[str], bool]) -> tuple[list[set[int]], np.ndarray]:
+    """Per gold item: facts at/above ``threshold`` (plus the single best one), among allowed holders."""
+    sims = vecs @ item_vecs.T if len(vecs) else np.zeros((0, len(item_vecs)))
+    ok = np.array([holders(c.holder) for c in facts])
+    sets: list[set[int]] = []
+    for k in range(item_vecs.shape[0]):
+        col = np.where(ok, sims[:, k], -1.0)
+        if not len(col) or col.max() < 0.40:
+            sets.append(set())
+            continue
+        # The best match (what the eval scores) and near-ties of it: the facts that state the item.
+        best = float(col.max())
+        top = [int(n) for n in np.argsort(-col)[:3] if col[n] >= max(threshold, best - 0.08)]
+        sets.append({int(np.argmax(col)), *top})
+    return sets, sims
+
+
+def vms_labeler(items: Sequence[tuple[str, str]], embed: Embed, near: float, far: float
+                ) -> Callable[[list[CandidateFact], np.ndarray], Labeler]:
+    iv = np.asarray(embed([t for _, t in items]), dtype=np.float32)
+
+    def make(facts: list[CandidateFact], vecs: np.ndarray) -> Labeler:
+        sets, sims = _near(vecs, iv, facts, near, lambda h: h == "user")
+        cur = set().union(*[s for s, (st, _) in zip(sets, items) if st == "current"])
+        old = set().union(*[s for s, (st, _) in zip(sets, items) if st == "outdated"]) - cur
+        top = sims.max(axis=1) if sims.size else np.zeros(len(facts))
+
+        def lab(i: int, j: int) -> str | None:
+            if i in cur and j in old:
+                return "supersedes"
+            if i in old and j in cur:
+                return "unrelated"  # an old preference restated later does not flip the newer one
+            if top[i] < far and top[j] < far:
+                return "unrelated"
+            if (i in cur or i in old) and top[j] < far:
+                return "unrelated"
+            return None
+        return lab
+    return make
+
+
+def conflict_labeler(pref: str, decisive: str, supporting: str, embed: Embed, near: float, far: float
+                     ) -> Callable[[list[CandidateFact], np.ndarray], Labeler]:
+    pv = np.asarray(embed([pref]), dtype=np.float32)
+    ev = np.asarray(embed([decisive, supporting or decisive]), dtype=np.float32)
+
+    def make(facts: list[CandidateFact], vecs: np.ndarray) -> Labeler:
+        (prefs,), psims = _near(vecs, pv, facts, near, lambda h: h == "user")
+        (dec, sup), esims = _near(vecs, ev, facts, 0.6, lambda h: h != "user")
+        sup = sup - dec if supporting else set()
+        pref_top = psims[:, 0] if psims.size else np.zeros(len(facts))
+        dec_top = esims[:, 0] if esims.size else np.zeros(len(facts))
+
+        def lab(i: int, j: int) -> str | None:
+            a, b = (i, j) if i in prefs else (j, i)
+            if a in prefs and b in dec:
+                return "conflicts_with"
+            if a in prefs and b in sup:
+                return "unrelated"
+            if a in prefs and facts[b].holder != "user" and dec_top[b] < far:
+                return "unrelated"
+            if pref_top[i] < far and pref_top[j] < far and dec_top[i] < far and dec_top[j] < far:
+                return "unrelated"
+            return None
+        return lab
+    return make
+
+
+def keep_current_labeler(items: list[str], embed: Embed, near: float, far: float
+                         ) -> Callable[[list[CandidateFact], np.ndarray], Labeler]:
+    iv = np.asarray(embed(items), dtype=np.float32)
+
+    def make(facts: list[CandidateFact], vecs: np.ndarray) -> Labeler:
+        sets, sims = _near(vecs, iv, facts, near, lambda h: h == "user")
+        gold = set().union(*sets)
+        top = sims.max(axis=1) if sims.size else np.zeros(len(facts))
+        return lambda i, j: "unrelated" if (i in gold or j in gold or (top[i] < far and top[j] < far)) else None
+    return make
+
+
+def all_unrelated(facts: list[CandidateFact], vecs: np.ndarray) -> Labeler:
+    return lambda i, j: "unrelated"
+
+
+# ---------------------------------------------------------------- sources
+def _rubric(path: Path) -> dict[str, dict[str, str]]:
+    out: dict[str, dict[str, str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            r = json.loads(line)
+            rub = (r.get("evaluation") or {}).get("rubric") or {}
+            out[r["id"]] = {k: str(rub.get(k) or "") for k in ("decisive_evidence", "supporting_evidence",
+                                                                  "preference_supporting_evidence")}
+    return out
+
+
+def memsyco_pairs(root: str | Path, embed: Embed, extractor: OfflineExtractor, pair_embedding: bool,
+                  min_similarity: float, max_candidates: int, near: float = 0.5, far: float = 0.35,
+                  tasks: Sequence[str] = MEMSYCO_TASKS, max_rows: int | None = None) -> PairSet:
+    out = PairSet()
+    root = Path(root)
+    for task in tasks:
+        path = root / f"{task}.jsonl"
+        if not path.is_file():
+            continue
+        rows = load_memsyco(path, user_prefix=f"rel-{task}-")[:max_rows] if max_rows else load_memsyco(path, user_prefix=f"rel-{task}-")
+        rub = _rubric(path) if task == "memory_evidence_conflict" else {}
+        for row in rows:
+            labeler_of: Callable[[list[CandidateFact], np.ndarray], Labeler]
+            if task == "valid_memory_selection":
+                items = [(i.status, i.content) for i in row.items if i.status in ("current", "outdated")]
+                if not any(s == "current" for s, _ in items):
+                    continue
+                labeler_of = vms_labeler(items, embed, near, far)
+            elif task == "memory_evidence_conflict":
+                r = rub.get(row.id, {})
+                dec = r.get("decisive_evidence") or r.get("supporting_evidence") or ""
+                if not dec or not row.items:
+                    continue
+                labeler_of = conflict_labeler(row.items[0].content, dec, r.get("preference_supporting_evidence", ""),
+                                              embed, near, far)
+            else:
+                labeler_of = keep_current_labeler([i.content for i in row.items], embed, near, far)
+            out.add(label_dialogue(row.session, labeler_of, row.id, f"memsyco/{task}", extractor, embed, pair_embedding,
+                                   min_similarity, max_candidates))
+    return out
+
+
+def locomo_pairs(path: str | Path, embed: Embed, extractor: OfflineExtractor, pair_embedding: bool,
+                 min_similarity: float, max_candidates: int, max_pairs: int, max_sessions: int = 4) -> PairSet:
+    out = PairSet()
+    for conv in load_locomo(path, user_prefix="rel-locomo-"):
+        for s in conv.sessions[:max_sessions]:
+            out.add(label_dialogue(s, all_unrelated, f"locomo/{conv.sample_id}", "locomo", extractor, embed,
+                                   pair_embedding, min_similarity, max_candidates))
+            if len(out.y) >= max_pairs:
+                return out
+    return out
+
+
+def synthetic_pairs(n: int, seed: int, embed: Embed, extractor: OfflineExtractor, pair_embedding: bool,
+                    min_similarity: float, max_candidates: int) -> PairSet:
+    out = PairSet()
+    for d in synthetic_dialogues(n, seed):
+        out.add(label_dialogue(d.session, synthetic_labeler(d.relations), f"synthetic/{d.family}/{d.session.session_id}",
+                               f"synthetic/{d.family}", extractor, embed, pair_embedding, min_similarity, max_candidates))
+    return out
+
+
+def data_hash(ps: PairSet) -> str:
+    h = hashlib.sha256()
+    for (a, b), y, g in zip(ps.text, ps.y, ps.group):
+        h.update(f"{g}\x1f{a}\x1f{b}\x1f{y}\n".encode())
+    return h.hexdigest()
+
+
+def negated(text: str) -> bool:
+    return bool(NEGATION.search(plain(text)))

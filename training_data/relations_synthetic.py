@@ -1,0 +1,164 @@
+"""Templated synthetic dialogues with known relations, for the relation model.
+
+Each turn is one planted sentence (so the offline extractor yields one fact per turn and the turn pair
+gives the label). Families, all from the issue: an update stated directly; an update implied by a
+changed circumstance; an experience later outgrown; the user against outside evidence (the assistant
+or a retrieved document); a scoped preference next to a different situation; another person's
+preference; a restatement (duplicate); an old preference restated after it was replaced (must not
+flip the newer one back); unrelated additions on the same topic. Fillers add ordinary chatter.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+from induction.session import Session
+
+# (old, new) pairs of things a person can like; the same slot fills every family.
+PAIRS: tuple[tuple[str, str], ...] = (
+    ("jazz", "techno"), ("running", "swimming"), ("coffee", "green tea"), ("city breaks", "hiking trips"),
+    ("sci-fi novels", "history books"), ("Python", "Rust"), ("morning workouts", "evening workouts"),
+    ("spicy food", "mild food"), ("iPhones", "Android phones"), ("crime dramas", "documentaries"),
+    ("beach holidays", "mountain cabins"), ("working from home", "working at the office"), ("cats", "dogs"),
+    ("yoga", "weightlifting"), ("vinyl records", "streaming playlists"), ("steak dinners", "plant-based meals"),
+    ("early starts", "slow mornings"), ("big parties", "quiet dinners"), ("road cycling", "trail running"),
+    ("oil painting", "watercolours"), ("video games", "board games"), ("podcasts", "audiobooks"),
+    ("camping", "boutique hotels"), ("classical piano", "jazz guitar"), ("sushi", "Italian food"),
+    ("pop music", "folk music"), ("fantasy films", "romantic comedies"), ("tennis", "padel"),
+    ("espresso", "filter coffee"), ("gardening", "pottery"), ("rock climbing", "bouldering"),
+)
+TASKS = ("summarizing finance reports", "tracking team projects", "transcribing interviews", "editing photos",
+         "managing invoices", "planning trips", "drafting contracts", "analyzing survey data")
+TOOLS = ("Atlas", "Boreal", "Cygnus", "Delta", "Ember", "Falcon", "Granite", "Helix")
+SCOPES = ("when I travel for work", "on weekdays", "with my kids", "for client meetings", "when I'm alone",
+          "in the winter", "at the office", "on long flights")
+OTHERS = ("My sister", "My husband", "My best friend", "My boss", "My son", "My roommate")
+FILLERS = ("We had a long week and the weather was grey most days.", "The neighbours finally finished their renovation.",
+           "My phone battery has been dying quickly lately.", "Traffic on the way home was terrible yesterday.",
+           "I still need to answer a pile of emails from the weekend.", "The new cafe near the station opened this month.")
+
+LIKE = ("I really love {a}.", "{A} is my favourite thing to do in my free time.", "I'm a huge fan of {a}.",
+        "I always pick {a} when I get the chance.", "Honestly, I enjoy {a} more than almost anything.")
+UPDATE = ("I no longer enjoy {a}; these days I prefer {b}.", "I've switched from {a} to {b} completely.",
+          "Lately I'm much more into {b} than {a}.", "I've lost interest in {a}, and {b} is what I go for now.",
+          "I'm not into {a} anymore, I've moved on to {b}.", "I gave up {a} this year and replaced it with {b}.")
+IMPLIED = ("My doctor told me to stop {a} after the knee surgery, so I'm sticking with {b}.",
+           "Since the move to the new city, {b} fits my life far better than {a} ever did.",
+           "With the new job my schedule only leaves room for {b}.",
+           "After the baby arrived, {b} is the only thing that works for us.")
+EXPERIENCE = ("Last year I went to a {a} event and it was amazing.", "I spent the whole summer of 2019 on {a} and loved it.",
+              "Back in college I tried {a} for the first time and had a blast.")
+OUTGROWN = ("Honestly {a} doesn't excite me anymore; I'm drawn to {b} these days.",
+            "That phase is over, {a} feels like a chore now and I'd rather do {b}.",
+            "I've grown out of {a}; {b} is what I look forward to now.")
+USER_TOOL = ("I think {x} is the most reliable option for {t}.", "I have a soft spot for {x} when it comes to {t}.",
+             "I keep coming back to {x} for {t} because it feels familiar.")
+EVIDENCE = ("An independent evaluation found that {y} was far more reliable than {x} for {t}.",
+            "Recent research shows that {y} outperformed {x} on {t} in two separate trials.",
+            "According to the 2025 benchmark, {x} made three times more errors than {y} on {t}.")
+SUPPORT = ("Several reviewers reported that {x} was faster to configure than the alternatives.",
+           "The documentation notes that {x} has a cleaner interface and a shorter setup.")
+SCOPED = ("I prefer {a} {s}.", "{S}, I always go for {a}.")
+OTHER_SITUATION = ("This weekend I'm planning a trip with friends and we want {b}.",
+                   "For the family reunion we are organizing {b} for everyone.")
+OTHER_PERSON = ("{O} loves {a}.", "{O} is obsessed with {a} lately.")
+SELF_CONTRA = ("I can't stand {a}.", "I don't really care for {a}.")
+RESTATE = ("{A} is still one of my favourite things.", "I still really love {a}.")
+OLD_RESTATED = ("I used to love {a} back in college.", "Back then I was really into {a}.")
+ADD = ("I also enjoy {c}.", "Besides that, I like {c} too.")
+
+
+@dataclass(frozen=True)
+class SyntheticDialogue:
+    session: Session
+    relations: dict[tuple[int, int], str]  # (later turn, earlier turn) -> label; other pairs are unrelated
+    family: str
+
+
+def _cap(s: str) -> str:
+    return s[:1].upper() + s[1:]
+
+
+def _fill(tpl: str, **kw: str) -> str:
+    low = {k.lower(): v for k, v in kw.items()}
+    up = {k.upper(): _cap(v) for k, v in kw.items()}
+    return tpl.format(**low, **up)
+
+
+def make_dialogue(rng: random.Random, n: int, family: str) -> SyntheticDialogue:
+    a, b = rng.choice(PAIRS)
+    c = rng.choice([p for p in PAIRS if a not in p])[rng.randrange(2)]
+    turns: list[tuple[str, str]] = []
+    rel: dict[tuple[int, int], str] = {}
+
+    def say(role: str, text: str) -> int:
+        if rng.random() < 0.35:
+            turns.append(("user" if role != "user" else "assistant",
+                          rng.choice(FILLERS) if role != "user" else "I understand, thanks for sharing."))
+        turns.append((role, text))
+        return len(turns) - 1
+
+    if family == "direct_update":
+        i = say("user", _fill(rng.choice(LIKE), a=a))
+        j = say("user", _fill(rng.choice(UPDATE), a=a, b=b))
+        rel[(j, i)] = "supersedes"
+    elif family == "implied_update":
+        i = say("user", _fill(rng.choice(LIKE), a=a))
+        j = say("user", _fill(rng.choice(IMPLIED), a=a, b=b))
+        rel[(j, i)] = "supersedes"
+    elif family == "experience_outgrown":
+        i = say("user", _fill(rng.choice(EXPERIENCE), a=a))
+        j = say("user", _fill(rng.choice(OUTGROWN), a=a, b=b))
+        rel[(j, i)] = "supersedes"
+    elif family in ("evidence_conflict", "evidence_first"):
+        x, y = rng.sample(TOOLS, 2)
+        t = rng.choice(TASKS)
+        ev = _fill(rng.choice(EVIDENCE), x=x, y=y, t=t)
+        ev_turn = ("assistant", ev) if rng.random() < 0.5 else (
+            "assistant", f"<information>\n[{rng.choice(['Independent evaluation', 'Pilot report', 'Procurement summary'])}, 2025]\n{ev}\n</information>")
+        sup = ("assistant", _fill(rng.choice(SUPPORT), x=x))
+        if family == "evidence_first":
+            i = say(*ev_turn)
+            s = say(*sup)
+            j = say("user", _fill(rng.choice(USER_TOOL), x=x, t=t))
+            rel[(j, i)] = "conflicts_with"
+            rel[(j, s)] = "unrelated"
+        else:
+            i = say("user", _fill(rng.choice(USER_TOOL), x=x, t=t))
+            j = say(*ev_turn)
+            rel[(j, i)] = "conflicts_with"
+            s = say(*sup)
+            rel[(s, i)] = "unrelated"
+    elif family == "scoped":
+        scope = rng.choice(SCOPES)
+        say("user", _fill(rng.choice(SCOPED), a=a, s=scope))
+        say("user", _fill(rng.choice(OTHER_SITUATION), b=b))
+    elif family == "other_person":
+        say("user", _fill(rng.choice(OTHER_PERSON), a=a, o=rng.choice(OTHERS)))
+        say("user", _fill(rng.choice(SELF_CONTRA), a=a))
+    elif family == "restated":
+        i = say("user", _fill(rng.choice(LIKE), a=a))
+        j = say("user", _fill(rng.choice(RESTATE), a=a))
+        rel[(j, i)] = "duplicate"
+    elif family == "old_restated":
+        i = say("user", _fill(rng.choice(LIKE), a=a))
+        j = say("user", _fill(rng.choice(UPDATE), a=a, b=b))
+        k = say("user", _fill(rng.choice(OLD_RESTATED), a=a))
+        rel[(j, i)] = "supersedes"
+        rel[(k, j)] = "unrelated"
+    else:  # additive
+        say("user", _fill(rng.choice(LIKE), a=a))
+        say("user", _fill(rng.choice(ADD), c=c))
+    sess = Session.model_validate({"session_id": f"syn-{n}", "user_id": f"syn-{n}",
+                                   "turns": [{"role": r, "text": t} for r, t in turns]})
+    return SyntheticDialogue(session=sess, relations=rel, family=family)
+
+
+FAMILIES = ("direct_update", "implied_update", "experience_outgrown", "evidence_conflict", "evidence_first", "scoped",
+            "other_person", "restated", "old_restated", "additive")
+
+
+def synthetic_dialogues(n: int, seed: int) -> list[SyntheticDialogue]:
+    rng = random.Random(seed)
+    return [make_dialogue(rng, k, FAMILIES[k % len(FAMILIES)]) for k in range(n)]

@@ -1,0 +1,248 @@
+"""``evomem train-relations``: build the pair data, cross-validate on MemSyco rows, fit, ship the artefact.
+
+Steps (all determined by the config and its seed):
+1. pairs from the sources (training_data/relations.py), cached under ``output_dir/pairs.npz``;
+2. a fixed validation split: MemSyco rows whose id hashes into ``val_fraction`` (never trained on);
+3. k-fold over the remaining MemSyco rows (grouped by row: a row's pairs sit in one fold), with the
+   synthetic and LoCoMo pairs always in training; per fold the train-fold and held-out scores;
+4. the final model on everything but the validation rows, scored on them;
+5. ``metrics.jsonl`` (every epoch loss, every fold, the final scores), ``metrics.png``, and the
+   artefact (``.npz`` + manifest JSON with the data hash, config and validation metrics) in
+   ``output_dir`` and, with ``ship``, in the package (induction/relations/artefact/).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from induction.relations.features import LABELS, STRUCT_NAMES
+from induction.relations.model import ARTEFACT_DIR, DEFAULT_NAME, PROBE, FitParams, RelationModel, fit, scores
+
+
+class RelationModelConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    hidden: int = Field(default=0, ge=0, le=512, description="Hidden units (0 = multinomial logistic regression).")
+    pair_embedding: bool = Field(default=False, description="Add the pair's sentence vectors (u*v, |u-v|) to the features.")
+    epochs: int = Field(default=400, ge=1, le=20000, description="Full-batch Adam steps.")
+    lr: float = Field(default=0.02, gt=0, description="Adam learning rate.")
+    l2: float = Field(default=1e-3, ge=0, description="L2 penalty on the weights.")
+    balance: float = Field(default=0.5, ge=0, le=1, description="Class weight = (1/frequency)^balance (0 = none).")
+
+
+class RelationTrainConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    seed: int = Field(default=0, description="Seed of data generation, splits and weight init (same seed -> same model).")
+    output_dir: str = Field(default="runs/relations", description="metrics.jsonl, metrics.png, pairs.npz, the artefact.")
+    memsyco_root: str | None = Field(default="../shared/data/memsyco-bench", description="MemSyco-Bench dev folder.")
+    memsyco_max_rows: int | None = Field(default=None, ge=1, description="Rows per task file (None = all).")
+    locomo: str | None = Field(default="../shared/data/locomo", description="LoCoMo dev file or folder (negatives).")
+    locomo_max_pairs: int = Field(default=3000, ge=0, description="Cap on LoCoMo negative pairs.")
+    locomo_sessions: int = Field(default=4, ge=1, description="Sessions per LoCoMo conversation used for negatives.")
+    synthetic_n: int = Field(default=1500, ge=0, description="Synthetic dialogues (training_data/relations_synthetic.py).")
+    min_similarity: float = Field(default=0.30, description="Candidate partners: cosine at/above this (as resolve).")
+    max_candidates: int = Field(default=12, ge=1, description="Candidate partners per fact, closest first.")
+    val_fraction: float = Field(default=0.2, ge=0, lt=1, description="MemSyco rows held out as the fixed validation split.")
+    folds: int = Field(default=5, ge=2, le=20, description="k of the k-fold over the other MemSyco rows.")
+    model: RelationModelConfig = Field(default_factory=RelationModelConfig)
+    compare: list[RelationModelConfig] = Field(default_factory=list, description="Alternative architectures scored "
+                                               "by the same k-fold (reported, not shipped).")
+    ship: bool = Field(default=False, description="Also write the artefact into the package (induction/relations/artefact).")
+    artefact_name: str = Field(default=DEFAULT_NAME, description="File stem of the artefact.")
+    embedder: Literal["minilm"] = Field(default="minilm", description="Sentence embedder the features are computed with.")
+
+
+class RelationTrainResult(BaseModel):
+    output_dir: str
+    pairs: int
+    data_hash: str
+    kfold: dict[str, Any]
+    validation: dict[str, float]
+    compare: list[dict[str, Any]] = Field(default_factory=list)
+    artefact: list[str]
+    seconds: float
+
+
+def _in_val(group: str, seed: int, frac: float) -> bool:
+    h = int(hashlib.sha256(f"{seed}:{group}".encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+    return h < frac
+
+
+_SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n"}, "memsyco": {"memsyco_root", "memsyco_max_rows"},
+                  "locomo": {"locomo", "locomo_max_pairs", "locomo_sessions"}}
+
+
+def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
+    """All pairs with pair-embedding features (a model without them uses the structural prefix), cached
+    per source in ``out/pairs-<source>.npz`` (a config change rebuilds only the sources it touches)."""
+    from induction.offline import OfflineExtractor
+    from llmclients.embeddings import EmbedderConfig, make_embedder
+    from training_data.relations import PairSet, data_hash, locomo_pairs, memsyco_pairs, synthetic_pairs
+
+    out.mkdir(parents=True, exist_ok=True)
+    emb: Any = None
+    parts: list[dict[str, Any]] = []
+    for name, fields in _SOURCE_FIELDS.items():
+        keyed = cfg.model_dump(include=fields | {"min_similarity", "max_candidates"})
+        key = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:16]
+        cache = out / f"pairs-{name}.npz"
+        if cache.is_file():
+            with np.load(cache, allow_pickle=False) as z:
+                if str(z["key"]) == key:
+                    parts.append({k: z[k] for k in z.files})
+                    continue
+        if emb is None:
+            emb = make_embedder(EmbedderConfig())
+        ex = OfflineExtractor()
+        a = (emb.embed, ex, True, cfg.min_similarity, cfg.max_candidates)
+        ps = PairSet()
+        if name == "synthetic" and cfg.synthetic_n:
+            ps = synthetic_pairs(cfg.synthetic_n, cfg.seed, *a)
+        elif name == "memsyco" and cfg.memsyco_root:
+            ps = memsyco_pairs(cfg.memsyco_root, *a, max_rows=cfg.memsyco_max_rows)
+        elif name == "locomo" and cfg.locomo and cfg.locomo_max_pairs:
+            loc = Path(cfg.locomo)
+            path = loc / "locomo10.json" if loc.is_dir() else loc
+            if path.is_file():
+                ps = locomo_pairs(path, *a, max_pairs=cfg.locomo_max_pairs, max_sessions=cfg.locomo_sessions)
+        arrs = _arrays(ps, len(STRUCT_NAMES) + 2 * int(emb.dim))
+        arrs.update(hash=np.asarray(data_hash(ps)), key=np.asarray(key))
+        np.savez_compressed(cache, **arrs)  # type: ignore[arg-type]
+        parts.append(arrs)
+    merged = {k: np.concatenate([p[k] for p in parts]) for k in ("X", "y", "group", "source", "text_new", "text_old")}
+    merged["hash"] = np.asarray(hashlib.sha256("".join(str(p["hash"]) for p in parts).encode()).hexdigest())
+    if emb is None:
+        emb = make_embedder(EmbedderConfig())
+    merged["dim"] = np.asarray(emb.dim)
+    merged["probe"] = np.asarray(emb.embed([PROBE])[0], dtype=np.float32)
+    return merged
+
+
+def _arrays(ps: Any, width: int) -> dict[str, np.ndarray]:
+    if not ps.y:
+        return {"X": np.zeros((0, width), np.float32), "y": np.zeros(0, np.int64), "group": np.asarray([], dtype=str),
+                "source": np.asarray([], dtype=str), "text_new": np.asarray([], dtype=str),
+                "text_old": np.asarray([], dtype=str)}
+    X, y = ps.arrays()
+    return {"X": X, "y": y, "group": np.asarray(ps.group), "source": np.asarray(ps.source),
+            "text_new": np.asarray([t[0] for t in ps.text]), "text_old": np.asarray([t[1] for t in ps.text])}
+
+
+def _cols(X: np.ndarray, m: RelationModelConfig) -> np.ndarray:
+    return X if m.pair_embedding else X[:, : len(STRUCT_NAMES)]
+
+
+def _params(m: RelationModelConfig, seed: int) -> FitParams:
+    return FitParams(hidden=m.hidden, epochs=m.epochs, lr=m.lr, l2=m.l2, seed=seed, balance=m.balance)
+
+
+def kfold(X: np.ndarray, y: np.ndarray, groups: np.ndarray, is_ms: np.ndarray, train_mask: np.ndarray,
+          m: RelationModelConfig, k: int, seed: int, log: Any) -> dict[str, Any]:
+    """Folds over MemSyco rows (within ``train_mask``); non-MemSyco pairs always train."""
+    rows = sorted({g for g, a, b in zip(groups, is_ms, train_mask) if a and b})
+    rng = np.random.default_rng(seed)
+    order = list(rng.permutation(len(rows)))
+    fold_of = {rows[i]: n % k for n, i in enumerate(order)}
+    per: list[dict[str, Any]] = []
+    for f in range(k):
+        held = np.array([bool(a and b and fold_of.get(g) == f) for g, a, b in zip(groups, is_ms, train_mask)])
+        tr = train_mask & ~held
+        model = fit(_cols(X[tr], m), y[tr], _params(m, seed))
+        ms_tr = tr & is_ms
+        s_tr = scores(y[ms_tr], model.predict_proba(_cols(X[ms_tr], m)).argmax(1))
+        s_ho = scores(y[held], model.predict_proba(_cols(X[held], m)).argmax(1))
+        row = {"fold": f, "train_macro_f1": s_tr["macro_f1"], "heldout_macro_f1": s_ho["macro_f1"],
+               "train": s_tr, "heldout": s_ho}
+        per.append(row)
+        log({"phase": "kfold", "fold": f, "train_macro_f1": s_tr["macro_f1"], "heldout_macro_f1": s_ho["macro_f1"],
+             **{f"heldout/{lab}/f1": s_ho[f"{lab}/f1"] for lab in LABELS}})
+    tr_mean = float(np.mean([p["train_macro_f1"] for p in per]))
+    ho_mean = float(np.mean([p["heldout_macro_f1"] for p in per]))
+    keys = [f"{lab}/f1" for lab in LABELS[1:]]
+    return {"folds": per, "train_macro_f1": round(tr_mean, 4), "heldout_macro_f1": round(ho_mean, 4),
+            "gap": round(tr_mean - ho_mean, 4),
+            "heldout": {key: round(float(np.mean([p["heldout"][key] for p in per])), 4) for key in keys},
+            "train": {key: round(float(np.mean([p["train"][key] for p in per])), 4) for key in keys}}
+
+
+def train_relations(cfg: RelationTrainConfig) -> RelationTrainResult:
+    t0 = time.perf_counter()
+    out = Path(cfg.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    mpath = out / "metrics.jsonl"
+    mpath.write_text("")
+
+    def log(row: dict[str, Any]) -> None:
+        with mpath.open("a") as fh:
+            fh.write(json.dumps(row, default=float) + "\n")
+
+    d = build_pairs(cfg, out)
+    X, y, groups, source = d["X"], d["y"], d["group"], d["source"]
+    log({"phase": "data", "pairs": int(len(y)), "hash": str(d["hash"]),
+         **{f"count/{lab}": int((y == i).sum()) for i, lab in enumerate(LABELS)}})
+    is_ms = np.array([s.startswith("memsyco/") for s in source])
+    val = np.array([bool(a and _in_val(str(g), cfg.seed, cfg.val_fraction)) for g, a in zip(groups, is_ms)])
+    train_mask = ~val
+    kf = kfold(X, y, groups, is_ms, train_mask, cfg.model, cfg.folds, cfg.seed, log)
+    comp: list[dict[str, Any]] = []
+    for alt in cfg.compare:
+        r = kfold(X, y, groups, is_ms, train_mask, alt, cfg.folds, cfg.seed, lambda row: None)
+        comp.append({"model": alt.model_dump(), **{k: v for k, v in r.items() if k != "folds"}})
+        log({"phase": "compare", **comp[-1]})
+    step = [0]
+
+    def epoch_log(row: dict[str, Any]) -> None:
+        step[0] += 1
+        log({"phase": "final", "step": row["epoch"], "train_loss": row["train_loss"]})
+
+    model = fit(_cols(X[train_mask], cfg.model), y[train_mask], _params(cfg.model, cfg.seed), epoch_log)
+    vs = scores(y[val], model.predict_proba(_cols(X[val], cfg.model)).argmax(1)) if val.any() else {}
+    log({"phase": "validation", **vs})
+    model.manifest = {
+        "name": cfg.artefact_name, "labels": list(LABELS), "features": list(STRUCT_NAMES) + (
+            [f"uv_{i}" for i in range(int(d["dim"]))] + [f"absdiff_{i}" for i in range(int(d["dim"]))]
+            if cfg.model.pair_embedding else []),
+        "embedder": {"kind": cfg.embedder, "dim": int(d["dim"]), "probe_text": PROBE,
+                     "probe": [round(float(x), 5) for x in d["probe"]]}, "config": cfg.model.model_dump(),
+        "train_config": cfg.model_dump(), "data_hash": str(d["hash"]), "pairs": int(train_mask.sum()),
+        "validation": vs, "kfold": {k: v for k, v in kf.items() if k != "folds"}, "seed": cfg.seed,
+        "counts": {lab: int((y == i).sum()) for i, lab in enumerate(LABELS)},
+    }
+    written = [str(p) for p in model.save(out, cfg.artefact_name)]
+    if cfg.ship:
+        written += [str(p) for p in model.save(ARTEFACT_DIR, cfg.artefact_name)]
+    _plot(mpath, out / "metrics.png")
+    return RelationTrainResult(output_dir=str(out), pairs=int(len(y)), data_hash=str(d["hash"]),
+                               kfold={k: v for k, v in kf.items() if k != "folds"}, validation=vs, compare=comp,
+                               artefact=written, seconds=round(time.perf_counter() - t0, 1))
+
+
+def _plot(mpath: Path, png: Path) -> None:
+    """Training loss of the final fit, and train vs held-out macro-F1 per fold."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = [json.loads(x) for x in mpath.read_text().splitlines() if x.strip()]
+    fig, ax = plt.subplots(1, 2, figsize=(10, 4))
+    fin = [r for r in rows if r.get("phase") == "final"]
+    ax[0].plot([r["step"] for r in fin], [r["train_loss"] for r in fin])
+    ax[0].set_title("final fit: weighted cross-entropy")
+    ax[0].set_xlabel("epoch")
+    kf = [r for r in rows if r.get("phase") == "kfold"]
+    ax[1].plot([r["fold"] for r in kf], [r["train_macro_f1"] for r in kf], "o-", label="train folds (MemSyco)")
+    ax[1].plot([r["fold"] for r in kf], [r["heldout_macro_f1"] for r in kf], "s-", label="held-out fold")
+    ax[1].set_ylim(0, 1)
+    ax[1].set_title("k-fold over MemSyco dev rows: macro F1")
+    ax[1].set_xlabel("fold")
+    ax[1].legend()
+    fig.tight_layout()
+    fig.savefig(png, dpi=90)
+    plt.close(fig)
