@@ -7,7 +7,8 @@ Reasoning State built over them (relations inferred by induction on a scratch st
     python bench/transfer.py --policy-path checkpoints/policy   # a learned policy (evomem train-policy)
 
 Extraction and the relation step follow the settings (EVOMEM_EXTRACTOR / EVOMEM_ADJUDICATOR and the
-extraction endpoint), like `evomem serve`; the default is the offline extractor and the rule adjudicator.
+extraction endpoint), like `evomem serve`; the default is the offline extractor and the shipped relation
+model (induction/relations; the rules when its artefact is absent).
 """
 
 from __future__ import annotations
