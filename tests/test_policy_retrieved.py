@@ -16,9 +16,9 @@ from policy.reader import AnswerReader
 from policy.rewards import BaselineCache, ReaderAnswerModel, RewardConfig, state_reward
 from policy.state import parse_state
 from training_data.base import EPOCH, TrainingInstance
+from training_data.paths import memsyco_root
 
-ROOT = Path(__file__).resolve().parents[1]
-MEMSYCO = ROOT.parent.parent / "shared" / "data" / "memsyco-bench"
+MEMSYCO = memsyco_root()  # ../shared/data beside the checkout, or EVOMEM_DATA_DIR
 
 
 def _item(alias: str, statement: str, kind: str = "preference") -> EvidenceItem:
