@@ -34,7 +34,10 @@ _WORD = re.compile(r"[a-z][a-z'\-]{2,}")
 _SPEAKER = re.compile(r"^[^:\n]{1,40}:\s*")
 # Words every kind of fact uses: they name no topic.
 _GENERIC = frozenset("shared image photo picture pic one really feel felt make made time things thing yesterday "
-                     "last week today always never ever something someone people new".split())
+                     "last week today always never ever something someone people new "
+                     # contractions and connectives that survive STOP but name no topic ("means / since")
+                     "you're we're they're it's don't didn't can't isn't wasn't that's let's since means mean "
+                     "into even still maybe every other more most".split())
 
 
 class ConceptInductionConfig(BaseModel):
