@@ -30,6 +30,17 @@ def test_vllm_lines_for_one_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     assert "EVOMEM_ANSWER_URL=http://127.0.0.1:8000/v1" in out and "EVOMEM_POLICY_MODEL=policy" in out
 
 
+def test_vllm_lines_for_a_small_policy_adapter(capsys: pytest.CaptureFixture[str]) -> None:
+    """The CPU policy's base (SmolLM2-135M, 8192-token context) served with its adapter."""
+    assert main(["vllm-command", "--policy-base", "/cache/smollm2-hf", "--policy-base-name", "smollm2-135m",
+                 "--policy-max-len", "8192", "--policy-lora", "/runs/best"]) == 0
+    policy = next(shlex.split(ln.split(" ", 1)[1]) for ln in capsys.readouterr().out.splitlines()
+                  if " vllm serve /cache/smollm2-hf" in ln)
+    assert policy[policy.index("--served-model-name") + 1] == "smollm2-135m"
+    assert policy[policy.index("--max-model-len") + 1] == "8192"
+    assert policy[policy.index("--lora-modules") + 1] == "policy=/runs/best"
+
+
 @pytest.mark.parametrize("gpus,tp", [(2, 1), (4, 2), (8, 4), (6, 2)])
 def test_vllm_tensor_parallel_layouts(gpus: int, tp: int) -> None:
     lines = {ln.role: ln for ln in plan(VllmPlanConfig(gpus=gpus))}

@@ -41,6 +41,10 @@ class VllmCommandOptions(CommonOptions):
     host: str = Field(default="127.0.0.1", description="Bind address for the vLLM servers.")
     policy_lora: str = Field(default="checkpoints/policy-lora", description="Trained policy LoRA adapter folder.")
     policy_base: str = Field(default="Qwen/Qwen3-4B", description="Policy base model.")
+    policy_base_name: str = Field(default="qwen3-4b", description="--served-model-name of the policy base (e.g. "
+                                  "smollm2-135m for the CPU policy's adapter).")
+    policy_max_len: int = Field(default=9216, ge=1024, description="--max-model-len for the policy (at most the base's "
+                                "context: 8192 for SmolLM2-135M).")
     answer_model: str = Field(default="Qwen/Qwen3-8B", description="Answer model.")
     embed_model: str = Field(default="BAAI/bge-m3", description="Embedding model.")
     tensor_parallel: int | None = Field(default=None, ge=1, description="TP size per generator (default: auto).")
@@ -122,6 +126,7 @@ def cmd_vllm_command(opts: VllmCommandOptions) -> int:
     from serving.vllm import VllmPlanConfig, client_env, plan, render
 
     cfg = VllmPlanConfig(gpus=opts.gpus, host=opts.host, policy_lora=opts.policy_lora, policy_base=opts.policy_base,
+                         policy_base_name=opts.policy_base_name, policy_max_len=opts.policy_max_len,
                          answer_model=opts.answer_model, embed_model=opts.embed_model,
                          tensor_parallel=opts.tensor_parallel, api_key_env=opts.api_key_env or None)
     _print(opts, {"servers": [ln.model_dump() | {"shell": ln.shell()} for ln in plan(cfg)], "env": client_env(cfg)},
