@@ -125,14 +125,14 @@ class ModelAdjudicator:
             if cands:
                 new = self._view(c.fact_id, res, by_id, kinds)
                 u = vecs.get(c.fact_id) if self.model.pair_embedding else None
-                X = np.stack([pair_features(new, self._view(n.fact_id, res, by_id, kinds),
+                views = [self._view(n.fact_id, res, by_id, kinds) for n in cands]
+                X = np.stack([pair_features(new, v,
                                             PairContext(similarity=n.similarity, rank=k, n_candidates=len(cands),
                                                         same_concept=n.same_concept, near_concept=n.near_concept,
                                                         in_session=n.in_session),
                                             u, vecs.get(n.fact_id), self.model.pair_embedding)
-                              for k, n in enumerate(cands)])
+                              for k, (n, v) in enumerate(zip(cands, views))])
                 P = self.model.predict_proba(X)
-                views = [self._view(n.fact_id, res, by_id, kinds) for n in cands]
                 shift = bool(SHIFT.search(new.statement))
                 said = [change_evidenced(v.kind, new.change, shift, new.negation != v.negation)
                         or not cfg.require_change_evidence for v in views]
