@@ -70,6 +70,20 @@ def test_roundtrip_snapshot(store: Any) -> None:
     assert store.users() == ["maya"]
 
 
+def test_facts_without_vectors_commit_and_stay_out_of_vector_search(store: Any) -> None:
+    """A batch whose facts have no embedding (a direct store caller) commits on both backends; mixed with
+    embedded facts, only those are found by vector search and both are in the snapshot."""
+    bare = AttachFact(fact=fact("zoe", "bare", "Keeps bees"), concept_id="zoe:c")
+    commit(store, EditBatch(user_id="zoe", edits=[CreateConcept(concept_id="zoe:c", name="c"), bare]))
+    assert set(store.load_snapshot("zoe").facts) == {"zoe:bare"}
+    assert store.vector_search("zoe", EMB.embed(["Keeps bees"])[0], 5) == []
+    commit(store, EditBatch(user_id="zoe", edits=[
+        attach(fact("zoe", "tea", "Drinks green tea"), "zoe:c"),
+        AttachFact(fact=fact("zoe", "bare2", "Plays chess"), concept_id="zoe:c")]))
+    assert set(store.load_snapshot("zoe").facts) == {"zoe:bare", "zoe:tea", "zoe:bare2"}
+    assert [fid for fid, _ in store.vector_search("zoe", EMB.embed(["Drinks green tea"])[0], 5)] == ["zoe:tea"]
+
+
 def test_retrieval_pairs_update_with_its_counterpart(store: Any) -> None:
     vacation_user(store)
     q = "beach holidays"

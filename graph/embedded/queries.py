@@ -81,6 +81,8 @@ ADD_CONTAINS = ("UNWIND $rows AS r MATCH (c:Concept {concept_id: r.c, user_id: $
 REMOVE_CONTAINS = ("UNWIND $rows AS r MATCH (c:Concept {concept_id: r.c, user_id: $u})-[e:CONTAINS]->"
                    "(f:Fact {fact_id: r.f}) DELETE e")
 CREATE_FACTS = f"UNWIND $rows AS r CREATE (f:Fact {{fact_id: r.fact_id}}) SET {FACT_SET}, f.embedding = r.embedding"
+# Facts without a vector: a parameter list whose embeddings are all null binds as STRING, not BLOB.
+CREATE_FACTS_BARE = f"UNWIND $rows AS r CREATE (f:Fact {{fact_id: r.fact_id}}) SET {FACT_SET}"
 UPDATE_FACTS = f"UNWIND $rows AS r MATCH (f:Fact {{fact_id: r.fact_id, user_id: $u}}) SET {FACT_SET}"
 DELETE_FACTS = "UNWIND $rows AS r MATCH (f:Fact {fact_id: r, user_id: $u}) DETACH DELETE f"
 ADD_SUPERSEDES = ("UNWIND $rows AS r MATCH (a:Fact {fact_id: r.src, user_id: $u}), (b:Fact {fact_id: r.dst, user_id: $u}) "

@@ -226,8 +226,10 @@ class EmbeddedStore:
         self._rows(Q.UPSERT_SESSIONS, [{"key": session_key(u, s), "session_id": s, "content_hash": h}
                                        for s, h in cs.sessions_upsert.items()], u)
         self._rows(Q.UPSERT_CONCEPTS, [concept_row(c) for c in cs.concepts_upsert], u)
-        self._rows(Q.CREATE_FACTS, [{**fact_row(f), "embedding": _blob(cs.embeddings.get(f.fact_id))}
-                                    for f in cs.facts_create], u)
+        vectors = {f.fact_id: _blob(cs.embeddings.get(f.fact_id)) for f in cs.facts_create}
+        self._rows(Q.CREATE_FACTS, [{**fact_row(f), "embedding": vectors[f.fact_id]}
+                                    for f in cs.facts_create if vectors[f.fact_id] is not None], u)
+        self._rows(Q.CREATE_FACTS_BARE, [fact_row(f) for f in cs.facts_create if vectors[f.fact_id] is None], u)
         self._rows(Q.UPDATE_FACTS, [fact_row(f) for f in cs.facts_update], u)
         self._rows(Q.REMOVE_PARENT, [{"p": p, "c": c} for p, c in cs.parent_remove], u)
         self._rows(Q.REMOVE_CONTAINS, [{"c": c, "f": f} for c, f in cs.contains_remove], u)
