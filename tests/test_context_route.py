@@ -31,6 +31,10 @@ from tests.test_contract import EMB, T0, attach, commit, fact
     ("I'm starting to study music theory and want to understand chord progressions.", False),
     ("What is the situation with the project deadline at work?", False),  # names its topic
     ("In that case study, what was the finding?", False),
+    ("Which libraries are used in this project?", False),  # the conversation's subject, not its latest turn
+    ("Have I integrated Flask-Login for session management in my project?", False),
+    ("Can you give me a summary of everything we've covered about triangles?", False),  # names its topic
+    ("What is your recommendation for this situation?", True),
 ])
 def test_refers_back(query: str, expected: bool) -> None:
     assert refers_back(query) is expected

@@ -22,14 +22,17 @@ import numpy as np
 from graph.routes.index import RouteIndex
 from graph.rules import EVIDENCE_HOLDERS
 
-_NOUN = (r"(?:situation|case|plan|problem|issue|decision|choice|scenario|project|question|idea|setup|set-?up|"
-         r"context|options?|proposal|request|task|thing|example|details?|circumstances?|constraints?|trip|event)")
+# What a request calls the thing it refers back to. "This project" or "my code" usually means the
+# whole conversation's subject, not its latest turn, so only situation-like nouns count.
+_NOUN = (r"(?:situation|case|scenario|circumstances?|context|decision|choice|dilemma|plan|problem|issue|question|"
+         r"idea|options?|proposal|request|task|setup|set-?up|details|constraints|trip|event)")
 _SAID = (r"(?:discussed|described|mentioned|talked about|went over|covered|laid out|outlined|explained|shared|"
          r"brought up|raised|was describing|were discussing|just described|told you about|gave|walked through)")
-# Each alternative is a phrase that points at something said earlier in this conversation.
+# Each alternative is a phrase that points at something said earlier in this conversation. A request
+# that goes on to name its topic ("everything we covered about triangles") needs no resolving.
 REFERS_BACK = re.compile(
     rf"\b(?:(?:the|this|that|my|our) {_NOUN} (?:that )?(?:we|I|you)(?: just| have| had|'ve|'d)? {_SAID}"
-    rf"|(?:what|everything|all) (?:that )?(?:we|I)(?: just| have|'ve)? {_SAID}"
+    rf"|(?:what|everything|all) (?:that )?(?:we|I)(?: just| have|'ve)? {_SAID}(?! (?:about|on|regarding|of|in|for)\b)"
     r"|as (?:I|we)(?: just| have|'ve)? (?:mentioned|said|described|explained|noted)"
     rf"|(?:mentioned|discussed|described|said) (?:earlier|above|before|previously)"
     rf"|(?:for|in|with|given|about|on|regarding|handle|approach|tackle|deal with|do about) (?:this|that|my|our) "
