@@ -7,9 +7,9 @@ refers back (``refers_back``: a small pattern set, table-tested in tests/test_co
 request is resolved: the referent is the user's latest turn (the index's turn recency order; what the
 assistant or a document said is not the user's situation). The routes then read the request with the
 referent's facts appended to its text and the referent's turn vector added to its vector, and the
-``context`` route ranks the referent's facts first, then the user's own standing states (preferences,
-constraints, beliefs, circumstances) nearest the referent: the situation and the preferences it
-touches. A request that does not refer back is left exactly as it was and the route stays silent.
+``context`` route ranks the referent's facts first, then the turns where the user states standing
+dispositions ("I prefer…", "I usually…"): the situation and the preferences it touches. A request
+that does not refer back is left exactly as it was and the route stays silent.
 """
 
 from __future__ import annotations
