@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from induction.offline import extract_offline
@@ -79,3 +81,19 @@ def test_extracted_facts_carry_their_scope() -> None:
         == "when I design something for myself"
     # What happened once is not scoped by who was there.
     assert all(scope is None for st, scope in got.items() if st.startswith("Last summer"))
+
+
+def test_a_scoped_fact_is_retrieved_out_of_scope_and_rendered_with_it(embedded_memory: Any) -> None:
+    """Scope informs use, never retrieval: a request outside the scope still gets the fact, marked."""
+    from graph.render import render_context
+    from induction.config import IngestConfig
+    from induction.offline import OfflineExtractor
+    from induction.pipeline import Ingestor
+
+    s = Session.model_validate({"session_id": "s1", "user_id": "maya", "turns": [
+        {"role": "user", "text": "I always book aisle seats on work trips because I get up a lot."}]})
+    Ingestor(embedded_memory, OfflineExtractor(), None, IngestConfig(adjudicator="rules")).ingest(s)
+    b = embedded_memory.retrieve("maya", "which seats should I book for my family vacation flight?", k=3)
+    item = next(i for i in b.items if "aisle seats" in i.fact.statement)
+    assert item.state.scope == "on work trips"
+    assert "[only on work trips]" in render_context(b).text
