@@ -57,6 +57,20 @@ def fact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = T
     return f"{head} — " + "; ".join(parts)
 
 
+# A scope that opens with its own condition reads as it is ("when I travel", "unless it rains"); a
+# setting gets "only" ("only at work", "only if I control the schedule").
+_SELF_CONDITIONED = ("only", "when", "whenever", "while", "unless", "as long as", "so long as", "provided", "even")
+
+
+def scope_mark(scope: str) -> str:
+    """The marker for a scoped fact.
+
+    >>> scope_mark("at work"), scope_mark("When I travel"), scope_mark("unless it rains; on weekdays")
+    ('only at work', 'When I travel', 'unless it rains; on weekdays')
+    """
+    return scope if scope.lower().startswith(_SELF_CONDITIONED) else f"only {scope}"
+
+
 def compact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = True) -> str:
     """``[F1] (2023-05-08) statement`` plus a marker only where the state changes the fact's use."""
     head = fact_line(item, alias_of, with_state=False)
@@ -73,7 +87,7 @@ def compact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool 
     if s.conflicts_with:
         marks.append("conflicts with " + ", ".join(alias_of.get(i, i) for i in s.conflicts_with))
     if s.scope:
-        marks.append(f"only {s.scope}" if not s.scope.startswith(("only", "when", "while")) else s.scope)
+        marks.append(scope_mark(s.scope))
     return head + "".join(f" [{m}]" for m in marks)
 
 

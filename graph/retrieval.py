@@ -24,7 +24,7 @@ from graph.evidence import Explain as Explain
 from graph.evidence import SeedHit as SeedHit
 from graph.models import Fact, Relation, RelationalState, utcnow
 from graph.routes.index import RouteIndex
-from graph.routes.rank import ROUTES, RouteContext, RouteName
+from graph.routes.rank import DEFAULT_ROUTE_WEIGHTS, ROUTES, RouteContext, RouteName
 from graph.rules import derive_state
 from graph.store import GraphStore, Subgraph
 
@@ -53,7 +53,7 @@ def fuse_routes(hits: dict[str, list[tuple[str, float, int]]], cfg: RetrievalCon
     score: dict[str, float] = {}
     ranks: dict[str, dict[str, int]] = {}
     for name, lst in hits.items():
-        w = cfg.route_weights.get(name, 1.0)
+        w = cfg.route_weights.get(name, DEFAULT_ROUTE_WEIGHTS.get(name, 1.0))
         for fid, _, rank in lst:
             if name in ranks.setdefault(fid, {}):
                 continue
@@ -75,7 +75,7 @@ def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] 
     """Seeds from every configured route, fused; also each route's time in ms."""
     allowed = None if allowed_ids is None else np.array([i in allowed_ids for i in index.ids], dtype=bool)
     qv = None if query_embedding is None else np.asarray(query_embedding, dtype=np.float32)
-    ctx = RouteContext(index, query, qv, allowed, cfg.route_candidates)
+    ctx = RouteContext(index, query, qv, allowed, cfg.route_candidates, resolve_references="context" in cfg.routes)
     hits: dict[str, list[tuple[str, float, int]]] = {}
     ms: dict[str, float] = {}
     for name in cfg.routes:

@@ -26,6 +26,7 @@ from induction.branch import OntologyBranch
 from induction.evidence import select_evidence
 from induction.extract import CandidateFact, Cue, ExtractionResult, make_fact_id
 from induction.session import Session
+from induction.scope import scopes_in
 from induction.timex import TimeRef, annotate, find_times
 
 _I = r"(?:I|I'm|I've|I'd|I'll|I am|Im|Ive)"
@@ -102,40 +103,13 @@ STOP = frozenset("a an and are as at be been but by did do does for from had has
                  "then than some any all can could would should about like get got good see talk soon look take thanks great "
                  "cool nice awesome wow yeah way glad hear sounds sure okay hope well kind kinda pretty totally definitely "
                  "lot lots thing things much many know yes off gonna going".split())
-# Scope: the conditions under which a preference holds, induced from the phrasing rather than listed
-# one by one: a purpose ("for work trips", "for trips or group projects"), company ("with friends"),
-# time ("on weekdays", "in the mornings", "during the week"), place ("at the office") or a condition
-# clause ("when I travel for work", "if I control the schedule", "whenever I'm alone").
-_SCOPE_NOUN = (r"(?:trips?|travel|travell?ing|projects?|meetings?|work|events?|occasions?|dinners?|lunch(?:es)?|breakfasts?|"
-               r"parties|holidays?|vacations?|outings?|commutes?|runs?|workouts?|presentations?|deadlines?|days?|nights?|"
-               r"evenings?|mornings?|weekends?|weekdays|visits?|gatherings?|calls?|hikes?|races?|flights?|clients?|"
-               r"guests|kids|children|family|friends|team|colleagues|reading|study(?:ing)?|writing|cooking|shopping)")
-_SCOPE_MOD = (r"(?:my|our|the|a|an|any|most|short|long|big|small|work|business|group|family|solo|weekend|client|team|"
-              r"personal|casual|formal|important|special|quick|social|outdoor|indoor|longer|shorter|daily|weekly)")
-SCOPE = re.compile(
-    rf"\b(?:for (?:{_SCOPE_MOD} ){{0,3}}{_SCOPE_NOUN}(?: (?:or|and) (?:{_SCOPE_MOD} ){{0,2}}{_SCOPE_NOUN})?"
-    r"|with (?:my |our |the )?(?:friends|family|kids|children|partner|wife|husband|colleagues|coworkers|team|clients|"
-    r"guests|others|other people|groups?|strangers|parents)"
-    r"|on (?:weekdays|weekends?|workdays|work days|school nights|holidays|(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?)"
-    r"|(?:during|in) (?:the )?(?:week|work ?days?|work hours|summer|winter|spring|fall|autumn|mornings?|evenings?|"
-    r"afternoons?|holidays|rainy season)"
-    r"|at (?:work|home|the office|night|the gym|school|restaurants?)"
-    r"|(?:when|whenever|if|while) (?:I|we)(?:'m| am| are|'re)? [^,.;!?]{3,40}?(?=[,;])"
-    rf"|on (?:{_SCOPE_MOD} ){{0,2}}{_SCOPE_NOUN}"
-    r"|by myself|on my own)\b", re.I)
-_SCOPE_KINDS = frozenset({"preference", "constraint", "plan"})
+# Scope: the conditions under which a statement holds, induced from its phrasing (induction/scope.py).
+# A state is scoped; what happened once is not ("I went hiking with friends" names company, not a
+# condition), and a preference's condition is often said beside it in the same turn ("I prefer starting
+# early. ... if I control the schedule, ..."): the turn's phrases are the scope it was stated under.
+_SCOPED_KINDS = frozenset({"preference", "constraint", "plan", "belief", "circumstance"})
+_TURN_SCOPE_KINDS = frozenset({"preference", "constraint", "plan"})
 
-
-def scopes_in(text: str, limit: int = 2) -> list[str]:
-    """Distinct scope phrases of ``text``, first ones first."""
-    out: list[str] = []
-    for m in SCOPE.finditer(plain(text)):
-        ph = m.group(0).strip()
-        if ph.lower() not in (x.lower() for x in out):
-            out.append(ph)
-        if len(out) >= limit:
-            break
-    return out
 
 # Topic lexicon for concept assignment: ordered; the first topic with the most hits wins.
 TOPICS: tuple[tuple[str, tuple[str, ...]], ...] = (
@@ -410,10 +384,8 @@ class OfflineExtractor:
             if times:
                 quals["when"] = times[0].iso
                 quals["time_expression"] = times[0].text
-            own = scopes_in(raw)
-            if not own and kind in _SCOPE_KINDS:
-                # A preference's conditions are often said next to it ("I prefer starting early. For trips or
-                # group projects, ..."): the turn's scope phrases are the scope it was stated under.
+            own = scopes_in(raw) if kind in _SCOPED_KINDS else []
+            if not own and kind in _TURN_SCOPE_KINDS:
                 own = turn_scope
             scope = "; ".join(own) if own else None
             topic = topic_of(raw if len(content_words(raw)) >= 3 else text)

@@ -37,6 +37,8 @@ def test_holder_is_named_exactly_once(statement: str, holder: str, about: bool) 
     (dict(validity="expired"), " [expired]"),
     (dict(validity="retracted"), " [retracted by the user: never rely on this]"),
     (dict(validity="current", scope="at work"), " [only at work]"),
+    (dict(validity="current", scope="if I control the schedule"), " [only if I control the schedule]"),
+    (dict(validity="current", scope="unless the connection is impractical"), " [unless the connection is impractical]"),
 ])
 def test_compact_line_marks_only_what_changes_use(state: dict[str, object], marks: str) -> None:
     from graph.render import compact_line

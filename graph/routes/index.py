@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -86,6 +86,10 @@ class RouteIndex:
     relations_of: dict[str, list[Relation]] = field(default_factory=dict)
     concept_of: dict[str, str] = field(default_factory=dict)
     concept_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Per turn_ids entry: the speaker role and a recency key (later turns sort higher), so a request
+    # that refers back ("the situation we discussed") can be resolved to the latest turn (context.py).
+    turn_role: list[str] = field(default_factory=list)
+    turn_recency: list[tuple[float, int]] = field(default_factory=list)
 
 
 def _norm(m: np.ndarray) -> np.ndarray:
@@ -118,8 +122,9 @@ class _Memo:
 
 
 def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: str, embed: Embed | None,
-                memo: _Memo | None = None) -> RouteIndex:
-    """``turns`` = (turn_id, role, text) of the user's stored turns."""
+                memo: _Memo | None = None, turn_when: Mapping[str, tuple[datetime | None, int]] | None = None) -> RouteIndex:
+    """``turns`` = (turn_id, role, text) of the user's stored turns; ``turn_when`` = turn_id -> (said at,
+    position in its session), for the recency order of turns."""
     memo = memo or _Memo()
     ids = sorted(snap.facts)
     facts = dict(snap.facts)
@@ -165,7 +170,22 @@ def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: st
                       turn_rows=[turn_facts[t[0]] for t in turns], entity_rows=entity_rows, times=times,
                       concept_rows=concept_rows, concept_ids=concept_ids, cmat=cmat, latest=max(obs) if obs else None,
                       row=row, relations_of=relations_of, concept_of=dict(snap.fact_concept),
-                      concept_paths={f: paths[c] for f, c in snap.fact_concept.items()})
+                      concept_paths={f: paths[c] for f, c in snap.fact_concept.items()},
+                      turn_role=[t[1] for t in turns],
+                      turn_recency=[_turn_recency(t[0], turn_facts[t[0]], ids, facts, turn_when) for t in turns])
+
+
+def _turn_recency(turn_id: str, rows: list[int], ids: list[str], facts: dict[str, Fact],
+                  turn_when: Mapping[str, tuple[datetime | None, int]] | None) -> tuple[float, int]:
+    """(seconds, position): when the turn was said, else when its facts were stored (an undated session
+    is ordered by ingest), then its position in the session."""
+    at, seq = (turn_when or {}).get(turn_id, (None, 0))
+    if at is None:
+        said = [facts[ids[r]].observed_at for r in rows]
+        stored = [facts[ids[r]].recorded_at for r in rows]
+        stamps = [t for t in said if t is not None] or [t for t in stored if t is not None]
+        at = min(stamps) if stamps else None
+    return (as_utc(at).timestamp() if at is not None else float("-inf"), seq)
 
 
 class RouteIndexCache:
@@ -185,9 +205,11 @@ class RouteIndexCache:
                 self._d.move_to_end(user_id)
                 return hit
         snap = store.load_snapshot(user_id)
-        turns = [(t.turn_id, t.role, t.text) for t in store.turns(user_id, sorted(snap.turn_ids))] if snap.turn_ids else []
+        stored = store.turns(user_id, sorted(snap.turn_ids)) if snap.turn_ids else []
+        turns = [(t.turn_id, t.role, t.text) for t in stored]
+        when = {t.turn_id: (t.at, t.seq) for t in stored}
         with self._lock:
-            idx = build_index(snap, turns, token, self.embed, self._memos.setdefault(user_id, _Memo()))
+            idx = build_index(snap, turns, token, self.embed, self._memos.setdefault(user_id, _Memo()), when)
             self._d[user_id] = idx
             while len(self._d) > self.max_users:
                 gone, _ = self._d.popitem(last=False)

@@ -10,6 +10,9 @@ that turn's rank). ``allowed`` (a boolean row mask, or None) hides facts outside
 - entity: facts naming the people, places and things the request names (rarer names weigh more).
 - time: facts dated inside the window the request names ("in May 2023", "last week" against the
   latest session date), by cosine.
+- context: only for a request that refers back ("the situation we discussed"): the latest user turn's
+  facts, then the user's standing states nearest it; such a request is also read by every other route
+  with that turn resolved into it (context.py).
 """
 
 from __future__ import annotations
@@ -20,11 +23,17 @@ from typing import Literal
 
 import numpy as np
 
+from graph.routes.context import Referent, context_hits, resolve
 from graph.routes.index import RouteIndex, entities_of
 from graph.routes.timeq import time_window
 
-RouteName = Literal["fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "entity", "time"]
-ROUTES: tuple[RouteName, ...] = ("fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "entity", "time")
+RouteName = Literal["fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "entity", "time", "context"]
+ROUTES: tuple[RouteName, ...] = ("fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "entity", "time",
+                                 "context")
+# Fusion weight of a route when RetrievalConfig.route_weights does not name it (1.0 otherwise). The
+# context route fires only for a request that refers back, and then it is the one route that knows
+# what the request is about.
+DEFAULT_ROUTE_WEIGHTS: dict[str, float] = {"context": 6.0}
 Hit = tuple[str, float, int]
 Mask = np.ndarray | None
 
@@ -51,7 +60,12 @@ def _masked(sims: np.ndarray, allowed: Mask) -> np.ndarray:
 class RouteContext:
     """One request against one index; the fact cosines are computed once and shared by the routes."""
 
-    def __init__(self, idx: RouteIndex, query: str, qv: np.ndarray | None, allowed: Mask, n: int):
+    def __init__(self, idx: RouteIndex, query: str, qv: np.ndarray | None, allowed: Mask, n: int,
+                 resolve_references: bool = True):
+        # Unchanged unless it refers back ("the situation we discussed"); off with the context route.
+        self.referent: Referent | None = None
+        if resolve_references:
+            query, qv, self.referent = resolve(idx, query, qv, allowed)
         self.idx, self.query, self.allowed, self.n = idx, query, allowed, n
         self.qv = None if qv is None else np.asarray(qv, dtype=np.float32) / (np.linalg.norm(qv) + 1e-12)
         self._fsims: np.ndarray | None = None
@@ -145,6 +159,9 @@ class RouteContext:
         with np.errstate(invalid="ignore"):
             rows = np.flatnonzero((self.idx.times >= lo) & (self.idx.times < hi))
         return self._by_cosine(rows)
+
+    def context(self) -> list[Hit]:
+        return context_hits(self.idx, self.referent, self.allowed, self.n)
 
     def run(self, name: RouteName) -> list[Hit]:
         fn: Callable[[], list[Hit]] = getattr(self, name)

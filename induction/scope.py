@@ -1,0 +1,156 @@
+"""Scope: the conditions under which a statement holds, induced from its syntax rather than listed.
+
+A preference rarely holds everywhere, and people say where it holds in a few grammatical shapes; we
+read the shapes, not a list of situations:
+
+- a condition clause: a subordinator (when, whenever, if, only if, unless, once, as long as, provided,
+  while + -ing) opening a present-tense clause: "when I design something for myself", "if I control
+  the schedule", "once a workable option is clear", "unless the connection is genuinely impractical".
+  A past-tense clause ("when I was a kid", "if I knew") dates or imagines, it does not scope; "if"
+  after know/wonder/see... is "whether"; "while" with a finite clause is usually a contrast.
+- a fronted framing phrase ending in a comma: "For trips or group projects, …", "On weekdays, …",
+  "As a teacher, …" (discourse markers such as "For example," or "In general," excepted).
+- a domain phrase: "when it comes to X", "for my own projects", "in my free time" (not any possessive:
+  "for my store", "in our community" are complements).
+- company, time and place: "with friends", "with my sister", "on weekdays", "in the mornings",
+  "during the week", "at work", "on work trips", and "by myself" / "on my own" / "for myself".
+
+``scopes_in`` returns the phrases in the order said, lower-cased at the start (so a renderer can write
+"only for work trips" and "when I travel" alike), at most ``limit`` of them. The table of cases is in
+tests/test_induction_scope.py. What it cannot do: scopes implied without a marker ("Weekday lunches:
+salad"), or a scope stated in another turn than the statement it restricts.
+"""
+
+from __future__ import annotations
+
+import re
+
+_TYPO = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2014": " - ", "\u2013": "-"})
+
+# --- condition clauses -------------------------------------------------------------------------------
+_SUB = r"(?:only if|only when|even when|even if|whenever|as long as|so long as|provided(?: that)?|when|if|unless|once)"
+# What may open the clause: a subject (pronoun, determiner + noun, a number) or a gerund ("when traveling").
+_OPENER = (r"(?:I|I'm|I've|we|we're|we've|it|it's|they|they're|there|this|that|these|those|the|a|an|my|our|"
+           r"someone|people|everyone|one|two|three|both|each|any|[a-z]+ing)")
+_BOUNDARY = (r"(?=\s*(?:[,;:.!?()\"]|\s-\s|$|\bbut\b|\band (?:I|we)\b|\bI\b(?!'m|'ve)|"
+             r"\b(?:we|they|you|it) (?:can|will|could|should|would|may|might|must)\b))")
+CONDITION = re.compile(rf"\b{_SUB}\s+{_OPENER}\b[^,;:.!?()\"]{{0,70}}?{_BOUNDARY}", re.I)
+_PAST = re.compile(r"^(?:\S+\s+){0,3}?(?:was|were|had|did|went|got|knew|thought|saw|came|took|used to|"
+                   r"\w+ed)\b", re.I)
+_WHETHER = re.compile(r"\b(?:know|wonder(?:ing)?|see|sure|ask(?:ing)?|decide|check|unclear|tell|doubt)\s+$", re.I)
+_YOU = re.compile(r"^\w+(?: \w+)?\s+you\b", re.I)
+
+# --- framing and domain phrases ----------------------------------------------------------------------
+_DISCOURSE_PHRASES = frozenset({"now", "example", "instance", "me", "sure", "once", "starters", "a start", "a while",
+                                "a bit", "a moment", "a change", "the most part", "the record", "general", "fact",
+                                "short", "addition", "particular", "the meantime", "the end", "the same time",
+                                "other words", "that case", "any case", "this case", "my opinion", "my view",
+                                "my experience", "the past", "the future", "the other hand", "the whole", "that note",
+                                "top of that", "a way", "some ways", "many ways", "reality", "practice", "theory",
+                                "total", "sum", "summary", "contrast", "comparison", "conclusion", "that reason",
+                                "this reason", "the moment", "the first time", "a long time", "years", "ages",
+                                "so long", "what it's worth", "the time being", "that matter", "this purpose",
+                                "that purpose", "the rest", "most", "some", "many", "one", "the better", "good",
+                                "real", "certain", "sure", "the life of me", "my part", "our part", "a few weeks",
+                                "now though", "context", "reference", "clarity", "simplicity", "convenience",
+                                "my own sake", "everyone's sake"})
+FRONTED = re.compile(r"(?:^|(?<=[.!?;]\s))(?:(?:For|On|In|At|During|With|Without|As)\s+(?:[A-Za-z'-]+\s+){0,4}?[A-Za-z'-]+)"
+                     r"(?=\s*,)")
+# "for my store", "in our community", "in my corner" are complements, not conditions: only a few
+# possessive shapes are scopes, the user's own things and free time.
+DOMAIN = re.compile(
+    r"\bwhen it comes to (?:[A-Za-z'-]+\s+){0,3}?[A-Za-z'-]+(?=\s*[,;:.!?]|$)"
+    r"|\b(?:for|in|on|with) (?:my|our) own (?:[a-z'-]+\s+)?[a-z'-]+(?=\s*[,;:.!?]|\s+(?:and|or|but|because|I|we)\b|$)"
+    r"|\bin (?:my|our) (?:free|spare|down|own|leisure) time\b", re.I)
+# Closed classes that stay listed: who one is with, recurring times, and a few places.
+SETTING = re.compile(
+    r"\b(?:with (?:the |my |our )?(?:friends|family|kids|children|partner|wife|husband|colleagues|coworkers|team|"
+    r"clients|guests|others|other people|groups?|strangers|parents|siblings|sisters?|brothers?|mom|dad|son|daughter)"
+    r"|on (?:weekdays|weekends?|workdays|work days|school nights|holidays|(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?)"
+    r"|(?:during|in) (?:the )?(?:week|work ?days?|work hours|summer|winter|spring|fall|autumn|mornings?|evenings?|"
+    r"afternoons?|holidays|rainy season)"
+    r"|at (?:work|home|the office|night|the gym|school|restaurants?)"
+    r"|on (?:my |our |the |a |an )?(?:work |business |long |short |family |solo |group |weekend |road )?"
+    r"(?:trips?|flights?|runs?|hikes?|commutes?|vacations?|holidays?)"
+    r"|for (?:my |our |the |any |most )?(?:work |business |group |family |solo |weekend |team |client |short |long |"
+    r"personal |casual |formal |important |special |social |outdoor |indoor )?(?:trips?|travel|projects?|meetings?|"
+    r"work|events?|occasions?|dinners?|parties|holidays?|vacations?|outings?|presentations?|deadlines?|clients?|"
+    r"guests|kids|children|family|friends|team|colleagues|reading|study(?:ing)?|writing|cooking|shopping|updates?)"
+    r"|by myself|on my own|for myself|for ourselves|by ourselves)\b", re.I)
+
+
+def _lead_lower(phrase: str) -> str:
+    """"When I travel" -> "when I travel"; "I" and names further in stay as said."""
+    return phrase[:1].lower() + phrase[1:] if phrase[:2] != "I " else phrase
+
+
+def _conditions(text: str) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for m in CONDITION.finditer(text):
+        ph = m.group(0).strip()
+        sub = re.match(_SUB, ph, re.I)
+        rest = ph[sub.end():].strip() if sub else ph
+        head = ph[: sub.end()].lower() if sub else ""
+        if head.startswith("when it") and rest.lower().startswith("it comes to"):
+            continue  # a domain phrase, read by DOMAIN
+        if _PAST.match(rest) or _YOU.match(ph) or len(rest.split()) < 2 and not rest.lower().endswith("ing"):
+            continue
+        if head == "once" and re.match(r"(?:(?:a|an|per|every) (?:day|week|month|year|while|time|fortnight)s?|more|again|"
+                                       r"or twice|in a while)\b", rest, re.I):
+            continue  # "once a week" counts, it sets no condition
+        if head == "if" and re.match(r"there(?:'s| is) anything\b", rest, re.I):
+            continue  # "if there's anything I can do" offers help
+        if head == "if" and _WHETHER.search(text[: m.start()]):
+            continue  # "I don't know if I can" asks whether, it sets no condition
+        if head == "while" or (head in ("when", "whenever") and rest.split()[0].lower() in ("there", "this", "that")):
+            continue
+        out.append((m.start(), ph))
+    return out
+
+
+def _framed(text: str) -> list[tuple[int, str]]:
+    out: list[tuple[int, str]] = []
+    for m in FRONTED.finditer(text):
+        ph = m.group(0).strip()
+        prep, _, obj = ph.partition(" ")
+        if obj.lower() in _DISCOURSE_PHRASES or obj.lower().split()[0] in ("example", "instance", "now", "me"):
+            continue
+        if prep.lower() == "as" and not re.match(r"(?:a|an|the|my|our)\s", obj, re.I):
+            continue  # "As expected," / "As soon as possible,"
+        if prep.lower() == "with" and re.match(r"(?:that|this|all|so|such|everything)\b", obj, re.I):
+            continue
+        out.append((m.start(), ph))
+    return out
+
+
+def _domains(text: str) -> list[tuple[int, str]]:
+    return [(m.start(), m.group(0)) for m in DOMAIN.finditer(text)]
+
+
+def scopes_in(text: str, limit: int = 2) -> list[str]:
+    """Distinct scope phrases of ``text``, in the order said.
+
+    >>> scopes_in("When I design something for myself, I usually remove elements.")
+    ['when I design something for myself']
+    >>> scopes_in("I generally prefer open-source software when it can do the job well.")
+    ['when it can do the job well']
+    >>> scopes_in("When I was a kid, I loved horses.")
+    []
+    """
+    t = text.translate(_TYPO)
+    found = _conditions(t) + _framed(t) + _domains(t) + [(m.start(), m.group(0)) for m in SETTING.finditer(t)]
+    found.sort(key=lambda x: (x[0], -len(x[1])))
+    out: list[str] = []
+    spans: list[tuple[int, int]] = []
+    for start, ph in found:
+        ph = re.sub(r"\s+", " ", ph.strip(" ,;"))
+        end = start + len(ph)
+        if any(a <= start < b or a < end <= b for a, b in spans):
+            continue  # inside a longer phrase already taken ("for myself" in "when I design something for myself")
+        if ph.lower() in (x.lower() for x in out):
+            continue
+        spans.append((start, end))
+        out.append(_lead_lower(ph))
+        if len(out) >= limit:
+            break
+    return out

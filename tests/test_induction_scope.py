@@ -1,0 +1,99 @@
+"""Scope induced from phrasing (induction/scope.py) and carried by the offline extractor's facts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from induction.offline import extract_offline
+from induction.scope import scopes_in
+from induction.session import Session, SessionTurn as Turn
+
+
+@pytest.mark.parametrize("text, expected", [
+    # condition clauses, fronted or trailing
+    ("When I design something for myself, I usually remove elements.", ["when I design something for myself"]),
+    ("If I control the schedule, I normally put demanding activities first.", ["if I control the schedule"]),
+    ("I prefer making decisions once a workable option is clear.", ["once a workable option is clear"]),
+    ("I generally prefer open-source software when it can do the job well.", ["when it can do the job well"]),
+    ("Unless the connection is genuinely impractical, a private car feels unnecessary.",
+     ["unless the connection is genuinely impractical"]),
+    ("When two products can serve the same purpose, I accept a little extra cleaning.",
+     ["when two products can serve the same purpose"]),
+    ("I feel more comfortable making decisions when I can compare measurable criteria.",
+     ["when I can compare measurable criteria"]),
+    ("Whenever we travel for work I pack light.", ["whenever we travel for work"]),
+    ("When traveling, I like to keep the plan loose.", ["when traveling"]),
+    ("I'm fine with spicy food as long as there is rice.", ["as long as there is rice"]),
+    # fronted framing phrases
+    ("For trips or group projects, an early start makes the day feel spacious.", ["for trips or group projects"]),
+    ("For work updates, I strongly prefer bullet points over long paragraphs.", ["for work updates"]),
+    ("On weekdays, I eat a light lunch.", ["on weekdays"]),
+    ("As a teacher, I prefer clear rubrics.", ["as a teacher"]),
+    ("For small personal decisions, a sentence and a next action should be enough.", ["for small personal decisions"]),
+    # domain, company, time and place
+    ("When it comes to coffee, I only drink espresso.", ["when it comes to coffee"]),
+    ("I strongly prefer asynchronous communication at work.", ["at work"]),
+    ("I like quiet restaurants with my family.", ["with my family"]),
+    ("I prefer aisle seats on work trips.", ["on work trips"]),
+    ("I use a paper planner for my own projects.", ["for my own projects"]),
+    ("I read thrillers in my free time.", ["in my free time"]),
+    ("I go vegetarian during the week but eat meat on weekends.", ["during the week", "on weekends"]),
+    # not a scope: time anchors of what happened, whether-clauses, contrasts, discourse markers, "you"
+    ("When I was a kid, I loved horses.", []),
+    ("If I knew what would justify reopening it, I could stop collecting details.", []),
+    ("I don't know if I can make it to the game.", []),
+    ("Two enjoy walking, while another prefers shorter distances.", []),
+    ("For example, I keep one page of notes.", []),
+    ("In my opinion, the plan is sound.", []),
+    ("If you want, we can meet later.", []),
+    ("At the same time, it should remain readable.", []),
+    ("I prefer starting early.", []),
+    ("I see them at least once a week.", []),
+    ("If there's anything else I can do, just let me know.", []),
+    ("I have acquired some new pieces for my store.", []),  # a complement, not a condition
+    ("Caroline went to the LGBTQ support group yesterday.", []),
+])
+def test_scopes_in(text: str, expected: list[str]) -> None:
+    assert scopes_in(text) == expected
+
+
+def test_at_most_limit_phrases_in_order() -> None:
+    text = "On weekdays, I run at the gym with friends when it is dry."
+    assert scopes_in(text, limit=2) == ["on weekdays", "at the gym"]
+    assert len(scopes_in(text, limit=4)) == 4
+
+
+def _facts(*user_turns: str) -> dict[str, str | None]:
+    s = Session.model_validate({"session_id": "s", "user_id": "u",
+                                "turns": [Turn(role="user", text=t).model_dump() for t in user_turns]})
+    return {f.statement: f.scope for f in extract_offline(s)}
+
+
+def test_extracted_facts_carry_their_scope() -> None:
+    got = _facts("I strongly prefer minimalist design. I like generous space and restrained color. "
+                 "When I design something for myself, I usually remove elements until the page feels calm.",
+                 "Last summer I went hiking with friends in the Alps and it was wonderful.")
+    # The headline preference states no condition itself: the condition said beside it in the turn is its scope.
+    assert got["I strongly prefer minimalist design."] == "when I design something for myself"
+    assert got["When I design something for myself, I usually remove elements until the page feels calm."] \
+        == "when I design something for myself"
+    # What happened once is not scoped by who was there.
+    assert all(scope is None for st, scope in got.items() if st.startswith("Last summer"))
+
+
+def test_a_scoped_fact_is_retrieved_out_of_scope_and_rendered_with_it(embedded_memory: Any) -> None:
+    """Scope informs use, never retrieval: a request outside the scope still gets the fact, marked."""
+    from graph.render import render_context
+    from induction.config import IngestConfig
+    from induction.offline import OfflineExtractor
+    from induction.pipeline import Ingestor
+
+    s = Session.model_validate({"session_id": "s1", "user_id": "maya", "turns": [
+        {"role": "user", "text": "I always book aisle seats on work trips because I get up a lot."}]})
+    Ingestor(embedded_memory, OfflineExtractor(), None, IngestConfig(adjudicator="rules")).ingest(s)
+    b = embedded_memory.retrieve("maya", "which seats should I book for my family vacation flight?", k=3)
+    item = next(i for i in b.items if "aisle seats" in i.fact.statement)
+    assert item.state.scope == "on work trips"
+    assert "[only on work trips]" in render_context(b).text
