@@ -151,3 +151,38 @@ def test_traversal_from_the_route_index_pairs_updates(tmp_path: Path) -> None:
     old = mem.retrieve("maya", "hiking trips", k=1, allowed_ids=frozenset({"maya:hiking", "maya:knee"}))
     assert {i.fact.fact_id: i.state.validity for i in old.items} == {"maya:hiking": "current"}
     store.close()
+
+
+@pytest.mark.neo4j
+def test_neo4j_reader_sees_another_writers_commit_and_purge(neo4j_uri: str) -> None:
+    """Two Neo4j stores (two drivers: two processes' view). The reader's route index is warm, so its
+    routes run on the cached index while the version read is in flight (RouteIndexCache.use); the
+    writer's commit, and then its purge, must still show on the reader's very next retrieve."""
+    from graph.edits import EditBatch
+    from graph.neo4j import Neo4jStore
+    from graph.store import UnknownUser
+    from tests.test_contract import attach, commit, fact
+
+    writer, reader = Neo4jStore(neo4j_uri, embedding_dim=16), Neo4jStore(neo4j_uri, embedding_dim=16)
+    writer.setup()
+    writer.purge_user("maya")
+    try:
+        vacation_user(writer)
+        mem = Memory(reader, EMB)
+        assert "maya:scuba" not in {i.fact.fact_id for i in mem.retrieve("maya", "scuba diving lessons").items}
+        cached = mem.routes._d["maya"]
+        commit(writer, EditBatch(user_id="maya", session_id="s2", session_hash="h2", edits=[
+            attach(fact("maya", "scuba", "Takes scuba diving lessons"), "maya:travel")]))
+        b = mem.retrieve("maya", "scuba diving lessons")
+        assert b.explain.seeds[0].fact_id == "maya:scuba"
+        assert mem.routes._d["maya"] is not cached and mem.routes._d["maya"].token == reader.version_token("maya")
+        again = mem.routes._d["maya"]
+        assert mem.retrieve("maya", "scuba diving lessons").explain.seeds[0].fact_id == "maya:scuba"
+        assert mem.routes._d["maya"] is again  # unchanged version: the cached index is reused
+        writer.purge_user("maya")
+        with pytest.raises(UnknownUser):
+            mem.retrieve("maya", "scuba diving lessons")
+        mem.close()
+    finally:
+        writer.purge_user("maya")
+        writer.close()

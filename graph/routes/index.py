@@ -16,8 +16,10 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 import numpy as np
 
@@ -28,6 +30,7 @@ from graph.snapshot import Snapshot
 from graph.store import GraphStore
 
 Embed = Callable[[Sequence[str]], np.ndarray]
+T = TypeVar("T")
 _CAP = re.compile(r"\b[A-Z][a-zA-Z'\-]{2,}\b")
 # Capitalised words that name nobody: sentence openers, pronouns, days, months.
 _NOT_ENTITY = frozenset(
@@ -176,9 +179,13 @@ class RouteIndexCache:
         self._memos: dict[str, _Memo] = {}  # per user, so each holds exactly that user's current texts
         self._d: OrderedDict[str, RouteIndex] = OrderedDict()
         self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None  # version reads in flight (see use)
 
-    def get(self, store: GraphStore, user_id: str) -> RouteIndex:
-        token = store.version_token(user_id)
+    def get(self, store: GraphStore, user_id: str, token: str | None = None) -> RouteIndex:
+        """The user's index at ``token`` (read from the store when None): the cached one if it has
+        that token, else rebuilt from a snapshot read after the token (a write landing in between
+        moves the token again, so the next request rebuilds; never a newer index under an old token)."""
+        token = store.version_token(user_id) if token is None else token
         with self._lock:
             hit = self._d.get(user_id)
             if hit is not None and hit.token == token:
@@ -193,3 +200,46 @@ class RouteIndexCache:
                 gone, _ = self._d.popitem(last=False)
                 self._memos.pop(gone, None)
         return idx
+
+    def use(self, store: GraphStore, user_id: str, fn: Callable[[RouteIndex], T]) -> T:
+        """``fn`` over the user's current index, as ``fn(self.get(store, user_id))`` returns it.
+
+        Where the version read is a server round trip (a store with ``remote_version_token``, Neo4j),
+        ``fn`` runs on the cached index while that read is in flight, and its result is kept only if
+        the read — issued after this call began — returns the cached index's own token; otherwise
+        the index is rebuilt at the token read and ``fn`` runs again. A write committed by any
+        process before the call is therefore always seen, and the round trip costs no extra time
+        when ``fn`` takes longer than it (the seed routes do). ``fn`` must only read the index.
+        """
+        with self._lock:
+            hit = self._d.get(user_id)
+        if hit is None or not getattr(store, "remote_version_token", False):
+            return fn(self.get(store, user_id))
+        pending = self._version_read(store, user_id)
+        try:
+            out = fn(hit)
+        except Exception:
+            if pending.result() == hit.token:
+                raise
+            return fn(self.get(store, user_id, pending.result()))  # it failed on a stale index
+        token = pending.result()
+        if token != hit.token:
+            return fn(self.get(store, user_id, token))
+        with self._lock:
+            if user_id in self._d:
+                self._d.move_to_end(user_id)
+        return out
+
+    def _version_read(self, store: GraphStore, user_id: str) -> Future[str]:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="evomem-version")
+            pool = self._pool
+        return pool.submit(store.version_token, user_id)
+
+    def close(self) -> None:
+        """Stop the version-read threads (a later ``use`` starts them again)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
