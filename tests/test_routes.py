@@ -11,7 +11,7 @@ import pytest
 from graph.edits import CreateConcept, MergeConcepts, SplitConcept
 from graph.embedded.store import EmbeddedStore
 from graph.models import Concept, Fact
-from graph.retrieval import RetrievalConfig, fuse_routes
+from graph.retrieval import RetrievalConfig, diversify, fuse_routes
 from graph.routes.index import entities_of, retrieval_text
 from graph.routes.timeq import time_window
 from graph.snapshot import Snapshot
@@ -51,6 +51,19 @@ def test_fusion_rewards_agreement_and_weighs_holders() -> None:
     # The same support, said by the assistant: it ranks below the user's fact.
     seeds = fuse_routes({"fact_dense": [("x", 0.9, 1), ("y", 0.8, 2)]}, cfg, {"x": "assistant", "y": "user"})
     assert [s.fact_id for s in seeds] == ["y", "x"]
+
+
+@pytest.mark.parametrize("turn_f, sess_f, want", [
+    (1.0, 1.0, ["a1", "a2", "a3"]),  # off: fused order
+    (0.5, 1.0, ["a1", "a3", "b1"]),  # a2 repeats a1's turn: 0.9 * 0.5 falls below a3 and b1
+    (1.0, 0.8, ["a1", "b1", "a2"]),  # a2, a3 share a1's session: 0.72 and 0.68 fall below b1's 0.8
+    (0.5, 0.5, ["a1", "b1", "a3"]),  # a2 pays for its turn and its session (0.225), a3 only its session
+])
+def test_diversify_discounts_repeated_turns_and_sessions(turn_f: float, sess_f: float, want: list[str]) -> None:
+    score = {"a1": 1.0, "a2": 0.9, "a3": 0.85, "b1": 0.8, "c1": 0.3}
+    turns = {"a1": ["t1"], "a2": ["t1"], "a3": ["t2"], "b1": ["t3"], "c1": ["t4"]}
+    sess = {"a1": "s1", "a2": "s1", "a3": "s1", "b1": "s2", "c1": "s3"}
+    assert diversify(list(score), dict(score), 3, turns, sess, turn_f, sess_f) == want
 
 
 def test_memory_retrieve_explains_routes_and_respects_allowed_ids(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from typing import TypeVar
 
 import numpy as np
 
-from graph.bm25 import BM25
+from graph.bm25 import BM25, tokenize
 from graph.models import Fact, Relation, as_utc
 from graph.routes.clusters import centroids, leader_kmeans
 from graph.snapshot import Snapshot
@@ -58,6 +58,14 @@ def entities_of(text: str) -> set[str]:
     return {w.lower() for w in _CAP.findall(text) if w.lower() not in _NOT_ENTITY}
 
 
+def information_of(f: Fact, idf: dict[str, float]) -> float:
+    """Summed IDF of the statement's distinct content words, without its holder's name (a word
+    unseen by ``idf`` counts as the rarest seen)."""
+    top = max(idf.values(), default=1.0)
+    holder = set(tokenize(f.holder)) if f.holder not in ("", "user") else set()
+    return float(sum(idf.get(w, top) for w in set(tokenize(f.statement)) - holder))
+
+
 def fact_time(f: Fact) -> datetime | None:
     t = f.valid_from or f.observed_at or f.recorded_at
     return as_utc(t).replace(tzinfo=None) if t else None
@@ -89,6 +97,10 @@ class RouteIndex:
     relations_of: dict[str, list[Relation]] = field(default_factory=dict)
     concept_of: dict[str, str] = field(default_factory=dict)
     concept_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Per row: the summed IDF of the statement's distinct content words, its holder's name left out,
+    # over the user's median (how much a fact says; "It was so fun!" says little however close its
+    # vector lands).
+    information: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def _norm(m: np.ndarray) -> np.ndarray:
@@ -162,13 +174,17 @@ def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: st
         relations_of.setdefault(rel.src, []).append(rel)
         relations_of.setdefault(rel.dst, []).append(rel)
     paths = {c: snap.concept_path(c) for c in set(snap.fact_concept.values())}
-    return RouteIndex(user_id=snap.user_id, token=token, facts=facts, ids=ids, fmat=fmat, fbm25=BM25(rtexts),
+    fbm25 = BM25(rtexts)
+    information = np.asarray([information_of(facts[i], fbm25.idf) for i in ids], dtype=np.float64)
+    if len(information):  # as a share of this user's median fact: IDF scales with how many facts there are
+        information /= max(float(np.median(information)), 1e-9)
+    return RouteIndex(user_id=snap.user_id, token=token, facts=facts, ids=ids, fmat=fmat, fbm25=fbm25,
                       holder=[facts[i].holder for i in ids], turn_ids=[t[0] for t in turns], tmat=tmat,
                       tbm25=BM25(ttexts), turn_facts=turn_facts,
                       turn_rows=[turn_facts[t[0]] for t in turns], entity_rows=entity_rows, times=times,
                       concept_rows=concept_rows, concept_ids=concept_ids, cmat=cmat, latest=max(obs) if obs else None,
                       row=row, relations_of=relations_of, concept_of=dict(snap.fact_concept),
-                      concept_paths={f: paths[c] for f, c in snap.fact_concept.items()})
+                      concept_paths={f: paths[c] for f, c in snap.fact_concept.items()}, information=information)
 
 
 class RouteIndexCache:
