@@ -12,7 +12,7 @@ from graph.edits import CreateConcept, MergeConcepts, SplitConcept
 from graph.embedded.store import EmbeddedStore
 from graph.models import Concept, Fact
 from graph.retrieval import RetrievalConfig, diversify, fuse_routes
-from graph.routes.index import entities_of, retrieval_text
+from graph.routes.index import entities_of, information_of, retrieval_text
 from graph.routes.timeq import time_window
 from graph.snapshot import Snapshot
 from induction.concepts import ConceptInductionConfig, characteristic_terms, induce_tree, plan_concept_edits
@@ -64,6 +64,17 @@ def test_diversify_discounts_repeated_turns_and_sessions(turn_f: float, sess_f: 
     turns = {"a1": ["t1"], "a2": ["t1"], "a3": ["t2"], "b1": ["t3"], "c1": ["t4"]}
     sess = {"a1": "s1", "a2": "s1", "a3": "s1", "b1": "s2", "c1": "s3"}
     assert diversify(list(score), dict(score), 3, turns, sess, turn_f, sess_f) == want
+
+
+def test_information_leaves_out_the_holder_and_discounts_empty_lines() -> None:
+    idf = {"melanie": 1.0, "fun": 2.0, "pottery": 5.0, "class": 3.0}
+    empty = Fact(fact_id="e", user_id="u", statement="Melanie: It was so fun!", holder="Melanie")
+    full = Fact(fact_id="p", user_id="u", statement="Melanie: signed up for a pottery class", holder="Melanie")
+    assert information_of(empty, idf) == 2.0  # 'fun' only: the name and function words say nothing
+    assert information_of(full, idf) == 5.0 + 3.0 + max(idf.values()) * 2  # 'signed', 'up' unseen: rarest
+    hits = {"fact_dense": [("e", 0.9, 1), ("p", 0.8, 2)]}
+    assert [h.fact_id for h in fuse_routes(hits, RetrievalConfig(k=2), {})] == ["e", "p"]
+    assert [h.fact_id for h in fuse_routes(hits, RetrievalConfig(k=2), {}, prior={"e": 0.2})] == ["p", "e"]
 
 
 def test_memory_retrieve_explains_routes_and_respects_allowed_ids(tmp_path: Path) -> None:
