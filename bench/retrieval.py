@@ -81,19 +81,20 @@ def open_backend(name: str, tmp: Path, dim: int) -> tuple[Any, Any]:
 
     uri, stop = os.environ.get("EVOMEM_NEO4J_URI"), None
     if not uri:
-        from neo4j_server import start_neo4j
+        from neo4j_server import start_neo4j  # type: ignore[import-not-found]  # tests/ is on sys.path
 
         uri, stop = start_neo4j()
-    s = Neo4jStore(uri, embedding_dim=dim)
-    s.setup()
-    s.wipe()
-    return s, stop
+    n4 = Neo4jStore(uri, embedding_dim=dim)
+    n4.setup()
+    n4.wipe()
+    return n4, stop
 
 
 def run_backend(name: str, args: argparse.Namespace, users: list[tuple[str, EditBatch, np.ndarray, list[str]]],
                 queries: list[tuple[int, np.ndarray, str]]) -> dict[str, Any]:
     tmp = Path(tempfile.mkdtemp(prefix=f"evomem-bench-{name}-"))
     store, stop = open_backend(name, tmp, args.dim)
+    cache: RouteIndexCache | None = None
     try:
         t0 = time.perf_counter()
         for u, batch, _, _ in users:
@@ -104,13 +105,17 @@ def run_backend(name: str, args: argparse.Namespace, users: list[tuple[str, Edit
         # Retrieval vectors: the generated ones, looked up by text (turn texts are the statements).
         vec = {f.statement: e for _, b, m, _ in users for f, e in
                zip((x.fact for x in b.edits if isinstance(x, AttachFact)), m)}
-        cache = RouteIndexCache(lambda texts: np.stack([vec[t.split(": ", 1)[-1]] for t in texts]))
+        cache = rc = RouteIndexCache(lambda texts: np.stack([vec[t.split(": ", 1)[-1]] for t in texts]))
         use_routes = args.routes == "all"
 
         def one(ui: int, qv: np.ndarray, qt: str) -> Any:
             u = users[ui][0]
-            index = cache.get(store, u) if use_routes else None
-            return retrieve(store, u, qt, qv.tolist(), cfg, index=index)
+            if not use_routes:
+                return retrieve(store, u, qt, qv.tolist(), cfg)
+            if args.serial_version:  # the version read first, then the routes (before the overlap)
+                return retrieve(store, u, qt, qv.tolist(), cfg, index=rc.get(store, u))
+            # as Memory.retrieve: the routes run on the cached index while the version read is in flight
+            return rc.use(store, u, lambda index: retrieve(store, u, qt, qv.tolist(), cfg, index=index))
 
         # warm-up: one query per user (the per-user search cache and route index are built here)
         cold = []
@@ -135,6 +140,8 @@ def run_backend(name: str, args: argparse.Namespace, users: list[tuple[str, Edit
                 "stages_p50_ms": {k: pct(v, 50) for k, v in stages.items()},
                 "traversal_added_mean": statistics.fmean(added), "n_queries": len(queries)}
     finally:
+        if cache is not None:
+            cache.close()
         store.close()
         if stop:
             stop()
@@ -166,6 +173,8 @@ def main() -> int:
     ap.add_argument("--routes", choices=["all", "store"], default="all",
                     help="all = every seed route over the RouteIndex (what Memory.retrieve runs); store = the "
                          "store's own vector + text search only")
+    ap.add_argument("--serial-version", action="store_true",
+                    help="read the version token before the routes instead of overlapping them (the old path)")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--save", help="write results JSON here")
     ap.add_argument("--baseline", help="a results JSON from an earlier run to compare against")
@@ -184,7 +193,8 @@ def main() -> int:
         qv = target + rng.normal(scale=0.5 / np.sqrt(args.dim), size=args.dim).astype(np.float32)
         queries.append((ui, (qv / np.linalg.norm(qv)).astype(np.float32), " ".join(rng.choice(VOCAB, size=3))))
 
-    results = {"config": {k: getattr(args, k) for k in ("users", "facts", "dim", "k", "queries", "seed", "routes")},
+    results = {"config": {k: getattr(args, k) for k in ("users", "facts", "dim", "k", "queries", "seed", "routes",
+                                                          "serial_version")},
                "floor": floor(users, queries, args.k), "backends": {}}
     for name in args.backends:
         results["backends"][name] = r = run_backend(name, args, users, queries)

@@ -10,8 +10,9 @@ arrives without its counterpart. Facts reached from several seeds appear once.
 
 from __future__ import annotations
 
+import heapq
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -45,11 +46,64 @@ class RetrievalConfig(BaseModel):
     holder_weights: dict[str, float] = Field(default_factory=lambda: {"assistant": 0.5}, description=(
         "Fused-score factor by fact holder: what the assistant said counts as evidence but ranks below "
         "what the user said at equal route support, so assistant chatter cannot crowd out user facts."))
+    turn_redundancy: float = Field(default=0.5, gt=0, le=1, description=(
+        "Fused-score factor per better-ranked seed citing the same source turn (1 = off): a turn's "
+        "second and third facts add words, not evidence, so other turns get their slots first."))
+    question_weight: float = Field(default=1.0, gt=0, le=1, description=(
+        "Fused-score factor for a fact that is a question (ends with '?'); off by default: 0.5 gained "
+        "LoCoMo 0.002 complete but cost BEAM 0.05, whose users' questions are the evidence."))
+    min_information: float = Field(default=0.55, ge=0, description=(
+        "A fact whose content words sum to less IDF (holder's name left out) than this share of the "
+        "user's median fact keeps only its proportion of its fused score (0 = off): a near-empty line "
+        "like 'It was so fun!' lands close to any request naming its speaker, yet tells nothing."))
+    session_redundancy: float = Field(default=1.0, gt=0, le=1, description=(
+        "Fused-score factor per better-ranked seed from the same session (1 = off): evidence that spans "
+        "sessions (multi-hop questions) is not crowded out by one session's near-duplicates."))
+
+
+def diversify(order: list[str], score: dict[str, float], k: int, turns_of: Mapping[str, Sequence[str]],
+              session_of: Mapping[str, str | None], turn_factor: float, session_factor: float) -> list[str]:
+    """The best ``k`` of ``order`` (best first) when each pick's score is multiplied by ``turn_factor``
+    per earlier pick sharing a source turn and ``session_factor`` per earlier pick from its session.
+    Lazy greedy: scores only fall, so a candidate whose re-scored value still beats the next stored
+    score is the best. ``score`` is updated to the discounted values of the picks.
+
+    >>> diversify(["a1", "a2", "b1"], {"a1": 1.0, "a2": 0.9, "b1": 0.8}, 2, {"a1": ["t1"], "a2": ["t1"], "b1": ["t2"]},
+    ...           {}, 0.5, 1.0)
+    ['a1', 'b1']
+    """
+    if turn_factor >= 1 and session_factor >= 1:
+        return order[:k]
+    turn_n: dict[str, int] = {}
+    sess_n: dict[str, int] = {}
+    heap = [(-score[f], n, f) for n, f in enumerate(order)]
+    heapq.heapify(heap)
+    out: list[str] = []
+    while heap and len(out) < k:
+        neg, n, f = heapq.heappop(heap)
+        turns, sess = turns_of.get(f, ()), session_of.get(f)
+        factor = turn_factor ** max((turn_n.get(t, 0) for t in turns), default=0)
+        if sess is not None:
+            factor *= session_factor ** sess_n.get(sess, 0)
+        now = score[f] * factor
+        if heap and now < -heap[0][0] and now < -neg:
+            heapq.heappush(heap, (-now, n, f))  # re-queued with its discounted score
+            continue
+        score[f] = now
+        out.append(f)
+        for t in turns:
+            turn_n[t] = turn_n.get(t, 0) + 1
+        if sess is not None:
+            sess_n[sess] = sess_n.get(sess, 0) + 1
+    return out
 
 
 def fuse_routes(hits: dict[str, list[tuple[str, float, int]]], cfg: RetrievalConfig,
-                holder_of: dict[str, str]) -> list[SeedHit]:
-    """Weighted RRF over the routes' ranks, times the holder factor; ties by the fact-dense score."""
+                holder_of: dict[str, str], facts: Mapping[str, Fact] | None = None,
+                prior: Mapping[str, float] | None = None) -> list[SeedHit]:
+    """Weighted RRF over the routes' ranks, times the holder factor and ``prior`` (per fact, default
+    1); ties by the fact-dense score. With ``facts``, redundancy across source turns and sessions is
+    discounted (``diversify``)."""
     score: dict[str, float] = {}
     ranks: dict[str, dict[str, int]] = {}
     for name, lst in hits.items():
@@ -60,9 +114,15 @@ def fuse_routes(hits: dict[str, list[tuple[str, float, int]]], cfg: RetrievalCon
             ranks[fid][name] = rank
             score[fid] = score.get(fid, 0.0) + w / (cfg.rrf_k + rank)
     for fid in score:
-        score[fid] *= cfg.holder_weights.get(holder_of.get(fid, "user"), 1.0)
+        score[fid] *= cfg.holder_weights.get(holder_of.get(fid, "user"), 1.0) * (prior or {}).get(fid, 1.0)
     dense = {fid: s for fid, s, _ in hits.get("fact_dense", [])}
-    best = sorted(score, key=lambda f: (-score[f], -dense.get(f, -1.0), f))[: cfg.k]
+    ranked = sorted(score, key=lambda f: (-score[f], -dense.get(f, -1.0), f))
+    if facts is None:
+        best = ranked[: cfg.k]
+    else:
+        best = diversify(ranked, score, cfg.k, {f: facts[f].source_turn_ids for f in ranked if f in facts},
+                         {f: facts[f].session_id for f in ranked if f in facts}, cfg.turn_redundancy,
+                         cfg.session_redundancy)
     d_rank = {f: (r, s) for f, s, r in hits.get("fact_dense", [])}
     t_rank = {f: (r, s) for f, s, r in hits.get("fact_bm25", [])}
     return [SeedHit(fact_id=f, score=score[f], routes=ranks[f], dense_rank=d_rank.get(f, (None, None))[0],
@@ -83,7 +143,22 @@ def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] 
         hits[name] = ctx.run(name)
         ms[f"route_{name}"] = (time.perf_counter() - t) * 1e3
     holder_of = {fid: index.facts[fid].holder for lst in hits.values() for fid, _, _ in lst}
-    return fuse_routes(hits, cfg, holder_of), ms
+    return fuse_routes(hits, cfg, holder_of, index.facts, content_prior(index, holder_of, cfg)), ms
+
+
+def content_prior(index: RouteIndex, candidates: Mapping[str, object], cfg: RetrievalConfig) -> dict[str, float]:
+    """Per candidate fact: ``question_weight`` if it is a question, times its information share below
+    ``min_information`` (graph/routes/index.py: information_of)."""
+    out: dict[str, float] = {}
+    if cfg.question_weight >= 1 and cfg.min_information <= 0:
+        return out
+    for fid in candidates:
+        w = cfg.question_weight if index.facts[fid].statement.rstrip().endswith("?") else 1.0
+        if cfg.min_information > 0 and len(index.information):
+            w *= min(1.0, float(index.information[index.row[fid]]) / cfg.min_information)
+        if w < 1.0:
+            out[fid] = w
+    return out
 
 
 def rrf_fuse(lists: Sequence[Sequence[tuple[str, float]]], k: int, rrf_k: int = 60) -> list[tuple[str, float]]:

@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 from graph.edits import AttachFact, EditBatch, apply_batch, undo
 from graph.retrieval import EvidenceBundle, RetrievalConfig, retrieve
-from graph.routes.index import RouteIndexCache
+from graph.routes.index import RouteIndex, RouteIndexCache
 from graph.snapshot import ChangeSet, Snapshot
 from graph.store import GraphStore, UnknownUser
 from graph.timeline import TimeView, states_at
@@ -50,6 +50,7 @@ class Memory:
         return cls(open_store(settings.store, embedder.dim), embedder, settings.retrieval)
 
     def close(self) -> None:
+        self.routes.close()
         self.store.close()
 
     # -- writes --
@@ -100,11 +101,18 @@ class Memory:
         qv = self.embedder.embed([query])[0]
         embed_ms = (time.perf_counter() - t0) * 1e3
         t1 = time.perf_counter()
-        index = self.routes.get(self.store, user_id) if cfg.routes else None
-        index_ms = (time.perf_counter() - t1) * 1e3
         if view.is_now:
-            bundle = retrieve(self.store, user_id, query, qv.tolist(), cfg, now=now, allowed_ids=allowed_ids, index=index)
+            def now_view(index: RouteIndex | None) -> EvidenceBundle:
+                return retrieve(self.store, user_id, query, qv.tolist(), cfg, now=now, allowed_ids=allowed_ids,
+                                index=index)
+
+            # use: on Neo4j the routes run on the cached index while its version is checked
+            bundle = self.routes.use(self.store, user_id, now_view) if cfg.routes else now_view(None)
+            tm = bundle.explain.timings_ms
+            index_ms = (time.perf_counter() - t1) * 1e3 - tm["seeds"] - tm["traverse"] - tm["assemble"]
         else:
+            index = self.routes.get(self.store, user_id) if cfg.routes else None
+            index_ms = (time.perf_counter() - t1) * 1e3
             self.require_user(user_id)
             snap = self.store.load_snapshot(user_id)
             allowed = allowed_ids_at(snap.facts, view)

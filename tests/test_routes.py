@@ -11,8 +11,8 @@ import pytest
 from graph.edits import CreateConcept, MergeConcepts, SplitConcept
 from graph.embedded.store import EmbeddedStore
 from graph.models import Concept, Fact
-from graph.retrieval import RetrievalConfig, fuse_routes
-from graph.routes.index import entities_of, retrieval_text
+from graph.retrieval import RetrievalConfig, diversify, fuse_routes
+from graph.routes.index import entities_of, information_of, retrieval_text
 from graph.routes.timeq import time_window
 from graph.snapshot import Snapshot
 from induction.concepts import ConceptInductionConfig, characteristic_terms, induce_tree, plan_concept_edits
@@ -51,6 +51,30 @@ def test_fusion_rewards_agreement_and_weighs_holders() -> None:
     # The same support, said by the assistant: it ranks below the user's fact.
     seeds = fuse_routes({"fact_dense": [("x", 0.9, 1), ("y", 0.8, 2)]}, cfg, {"x": "assistant", "y": "user"})
     assert [s.fact_id for s in seeds] == ["y", "x"]
+
+
+@pytest.mark.parametrize("turn_f, sess_f, want", [
+    (1.0, 1.0, ["a1", "a2", "a3"]),  # off: fused order
+    (0.5, 1.0, ["a1", "a3", "b1"]),  # a2 repeats a1's turn: 0.9 * 0.5 falls below a3 and b1
+    (1.0, 0.8, ["a1", "b1", "a2"]),  # a2, a3 share a1's session: 0.72 and 0.68 fall below b1's 0.8
+    (0.5, 0.5, ["a1", "b1", "a3"]),  # a2 pays for its turn and its session (0.225), a3 only its session
+])
+def test_diversify_discounts_repeated_turns_and_sessions(turn_f: float, sess_f: float, want: list[str]) -> None:
+    score = {"a1": 1.0, "a2": 0.9, "a3": 0.85, "b1": 0.8, "c1": 0.3}
+    turns = {"a1": ["t1"], "a2": ["t1"], "a3": ["t2"], "b1": ["t3"], "c1": ["t4"]}
+    sess = {"a1": "s1", "a2": "s1", "a3": "s1", "b1": "s2", "c1": "s3"}
+    assert diversify(list(score), dict(score), 3, turns, sess, turn_f, sess_f) == want
+
+
+def test_information_leaves_out_the_holder_and_discounts_empty_lines() -> None:
+    idf = {"melanie": 1.0, "fun": 2.0, "pottery": 5.0, "class": 3.0}
+    empty = Fact(fact_id="e", user_id="u", statement="Melanie: It was so fun!", holder="Melanie")
+    full = Fact(fact_id="p", user_id="u", statement="Melanie: signed up for a pottery class", holder="Melanie")
+    assert information_of(empty, idf) == 2.0  # 'fun' only: the name and function words say nothing
+    assert information_of(full, idf) == 5.0 + 3.0 + max(idf.values()) * 2  # 'signed', 'up' unseen: rarest
+    hits = {"fact_dense": [("e", 0.9, 1), ("p", 0.8, 2)]}
+    assert [h.fact_id for h in fuse_routes(hits, RetrievalConfig(k=2), {})] == ["e", "p"]
+    assert [h.fact_id for h in fuse_routes(hits, RetrievalConfig(k=2), {}, prior={"e": 0.2})] == ["p", "e"]
 
 
 def test_memory_retrieve_explains_routes_and_respects_allowed_ids(tmp_path: Path) -> None:
@@ -151,3 +175,38 @@ def test_traversal_from_the_route_index_pairs_updates(tmp_path: Path) -> None:
     old = mem.retrieve("maya", "hiking trips", k=1, allowed_ids=frozenset({"maya:hiking", "maya:knee"}))
     assert {i.fact.fact_id: i.state.validity for i in old.items} == {"maya:hiking": "current"}
     store.close()
+
+
+@pytest.mark.neo4j
+def test_neo4j_reader_sees_another_writers_commit_and_purge(neo4j_uri: str) -> None:
+    """Two Neo4j stores (two drivers: two processes' view). The reader's route index is warm, so its
+    routes run on the cached index while the version read is in flight (RouteIndexCache.use); the
+    writer's commit, and then its purge, must still show on the reader's very next retrieve."""
+    from graph.edits import EditBatch
+    from graph.neo4j import Neo4jStore
+    from graph.store import UnknownUser
+    from tests.test_contract import attach, commit, fact
+
+    writer, reader = Neo4jStore(neo4j_uri, embedding_dim=16), Neo4jStore(neo4j_uri, embedding_dim=16)
+    writer.setup()
+    writer.purge_user("maya")
+    try:
+        vacation_user(writer)
+        mem = Memory(reader, EMB)
+        assert "maya:scuba" not in {i.fact.fact_id for i in mem.retrieve("maya", "scuba diving lessons").items}
+        cached = mem.routes._d["maya"]
+        commit(writer, EditBatch(user_id="maya", session_id="s2", session_hash="h2", edits=[
+            attach(fact("maya", "scuba", "Takes scuba diving lessons"), "maya:travel")]))
+        b = mem.retrieve("maya", "scuba diving lessons")
+        assert b.explain.seeds[0].fact_id == "maya:scuba"
+        assert mem.routes._d["maya"] is not cached and mem.routes._d["maya"].token == reader.version_token("maya")
+        again = mem.routes._d["maya"]
+        assert mem.retrieve("maya", "scuba diving lessons").explain.seeds[0].fact_id == "maya:scuba"
+        assert mem.routes._d["maya"] is again  # unchanged version: the cached index is reused
+        writer.purge_user("maya")
+        with pytest.raises(UnknownUser):
+            mem.retrieve("maya", "scuba diving lessons")
+        mem.close()
+    finally:
+        writer.purge_user("maya")
+        writer.close()

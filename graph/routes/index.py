@@ -16,18 +16,21 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TypeVar
 
 import numpy as np
 
-from graph.bm25 import BM25
+from graph.bm25 import BM25, tokenize
 from graph.models import Fact, Relation, as_utc
 from graph.routes.clusters import centroids, leader_kmeans
 from graph.snapshot import Snapshot
 from graph.store import GraphStore
 
 Embed = Callable[[Sequence[str]], np.ndarray]
+T = TypeVar("T")
 _CAP = re.compile(r"\b[A-Z][a-zA-Z'\-]{2,}\b")
 # Capitalised words that name nobody: sentence openers, pronouns, days, months.
 _NOT_ENTITY = frozenset(
@@ -53,6 +56,14 @@ def entities_of(text: str) -> set[str]:
     ['caroline', 'melanie', 'sweden']
     """
     return {w.lower() for w in _CAP.findall(text) if w.lower() not in _NOT_ENTITY}
+
+
+def information_of(f: Fact, idf: dict[str, float]) -> float:
+    """Summed IDF of the statement's distinct content words, without its holder's name (a word
+    unseen by ``idf`` counts as the rarest seen)."""
+    top = max(idf.values(), default=1.0)
+    holder = set(tokenize(f.holder)) if f.holder not in ("", "user") else set()
+    return float(sum(idf.get(w, top) for w in set(tokenize(f.statement)) - holder))
 
 
 def fact_time(f: Fact) -> datetime | None:
@@ -90,6 +101,10 @@ class RouteIndex:
     # that refers back ("the situation we discussed") can be resolved to the latest turn (context.py).
     turn_role: list[str] = field(default_factory=list)
     turn_recency: list[tuple[float, int]] = field(default_factory=list)
+    # Per row: the summed IDF of the statement's distinct content words, its holder's name left out,
+    # over the user's median (how much a fact says; "It was so fun!" says little however close its
+    # vector lands).
+    information: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def _norm(m: np.ndarray) -> np.ndarray:
@@ -164,13 +179,17 @@ def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: st
         relations_of.setdefault(rel.src, []).append(rel)
         relations_of.setdefault(rel.dst, []).append(rel)
     paths = {c: snap.concept_path(c) for c in set(snap.fact_concept.values())}
-    return RouteIndex(user_id=snap.user_id, token=token, facts=facts, ids=ids, fmat=fmat, fbm25=BM25(rtexts),
+    fbm25 = BM25(rtexts)
+    information = np.asarray([information_of(facts[i], fbm25.idf) for i in ids], dtype=np.float64)
+    if len(information):  # as a share of this user's median fact: IDF scales with how many facts there are
+        information /= max(float(np.median(information)), 1e-9)
+    return RouteIndex(user_id=snap.user_id, token=token, facts=facts, ids=ids, fmat=fmat, fbm25=fbm25,
                       holder=[facts[i].holder for i in ids], turn_ids=[t[0] for t in turns], tmat=tmat,
                       tbm25=BM25(ttexts), turn_facts=turn_facts,
                       turn_rows=[turn_facts[t[0]] for t in turns], entity_rows=entity_rows, times=times,
                       concept_rows=concept_rows, concept_ids=concept_ids, cmat=cmat, latest=max(obs) if obs else None,
                       row=row, relations_of=relations_of, concept_of=dict(snap.fact_concept),
-                      concept_paths={f: paths[c] for f, c in snap.fact_concept.items()},
+                      concept_paths={f: paths[c] for f, c in snap.fact_concept.items()}, information=information,
                       turn_role=[t[1] for t in turns],
                       turn_recency=[_turn_recency(t[0], turn_facts[t[0]], ids, facts, turn_when) for t in turns])
 
@@ -196,9 +215,13 @@ class RouteIndexCache:
         self._memos: dict[str, _Memo] = {}  # per user, so each holds exactly that user's current texts
         self._d: OrderedDict[str, RouteIndex] = OrderedDict()
         self._lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None  # version reads in flight (see use)
 
-    def get(self, store: GraphStore, user_id: str) -> RouteIndex:
-        token = store.version_token(user_id)
+    def get(self, store: GraphStore, user_id: str, token: str | None = None) -> RouteIndex:
+        """The user's index at ``token`` (read from the store when None): the cached one if it has
+        that token, else rebuilt from a snapshot read after the token (a write landing in between
+        moves the token again, so the next request rebuilds; never a newer index under an old token)."""
+        token = store.version_token(user_id) if token is None else token
         with self._lock:
             hit = self._d.get(user_id)
             if hit is not None and hit.token == token:
@@ -215,3 +238,46 @@ class RouteIndexCache:
                 gone, _ = self._d.popitem(last=False)
                 self._memos.pop(gone, None)
         return idx
+
+    def use(self, store: GraphStore, user_id: str, fn: Callable[[RouteIndex], T]) -> T:
+        """``fn`` over the user's current index, as ``fn(self.get(store, user_id))`` returns it.
+
+        Where the version read is a server round trip (a store with ``remote_version_token``, Neo4j),
+        ``fn`` runs on the cached index while that read is in flight, and its result is kept only if
+        the read — issued after this call began — returns the cached index's own token; otherwise
+        the index is rebuilt at the token read and ``fn`` runs again. A write committed by any
+        process before the call is therefore always seen, and the round trip costs no extra time
+        when ``fn`` takes longer than it (the seed routes do). ``fn`` must only read the index.
+        """
+        with self._lock:
+            hit = self._d.get(user_id)
+        if hit is None or not getattr(store, "remote_version_token", False):
+            return fn(self.get(store, user_id))
+        pending = self._version_read(store, user_id)
+        try:
+            out = fn(hit)
+        except Exception:
+            if pending.result() == hit.token:
+                raise
+            return fn(self.get(store, user_id, pending.result()))  # it failed on a stale index
+        token = pending.result()
+        if token != hit.token:
+            return fn(self.get(store, user_id, token))
+        with self._lock:
+            if user_id in self._d:
+                self._d.move_to_end(user_id)
+        return out
+
+    def _version_read(self, store: GraphStore, user_id: str) -> Future[str]:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="evomem-version")
+            pool = self._pool
+        return pool.submit(store.version_token, user_id)
+
+    def close(self) -> None:
+        """Stop the version-read threads (a later ``use`` starts them again)."""
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True)
