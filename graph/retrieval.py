@@ -120,7 +120,10 @@ def fuse_routes(hits: dict[str, list[tuple[str, float, int]]], cfg: RetrievalCon
     if facts is None:
         best = ranked[: cfg.k]
     else:
-        best = diversify(ranked, score, cfg.k, {f: facts[f].source_turn_ids for f in ranked if f in facts},
+        # The context route hands a refer-back request its referent turns whole: their facts are the
+        # situation and the stated dispositions, not one turn's repeats, so they are not discounted.
+        best = diversify(ranked, score, cfg.k, {f: facts[f].source_turn_ids for f in ranked
+                                                if f in facts and "context" not in ranks[f]},
                          {f: facts[f].session_id for f in ranked if f in facts}, cfg.turn_redundancy,
                          cfg.session_redundancy)
     d_rank = {f: (r, s) for f, s, r in hits.get("fact_dense", [])}
