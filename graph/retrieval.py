@@ -52,10 +52,12 @@ class RetrievalConfig(BaseModel):
     question_weight: float = Field(default=1.0, gt=0, le=1, description=(
         "Fused-score factor for a fact that is a question (ends with '?'); off by default: 0.5 gained "
         "LoCoMo 0.002 complete but cost BEAM 0.05, whose users' questions are the evidence."))
-    min_information: float = Field(default=0.55, ge=0, description=(
+    min_information: float = Field(default=0.0, ge=0, description=(
         "A fact whose content words sum to less IDF (holder's name left out) than this share of the "
         "user's median fact keeps only its proportion of its fused score (0 = off): a near-empty line "
-        "like 'It was so fun!' lands close to any request naming its speaker, yet tells nothing."))
+        "like 'It was so fun!' lands close to any request naming its speaker, yet tells nothing. Off by "
+        "default: at 0.55 (LoCoMo +0.005 complete) it also pushed a terse, specific fact ('Is "
+        "vegetarian') out of the top 2 for 'What should I cook for dinner?' with MiniLM."))
     session_redundancy: float = Field(default=1.0, gt=0, le=1, description=(
         "Fused-score factor per better-ranked seed from the same session (1 = off): evidence that spans "
         "sessions (multi-hop questions) is not crowded out by one session's near-duplicates."))
