@@ -55,6 +55,8 @@ SUPERSEDE_CASES = [
     ("circumstance", "circumstance", True),
     ("preference", "experience", True),  # an experience outgrown: what it implied is replaced
     ("preference", "event", True),
+    ("preference", "plan", True),  # a plan given up ("no more trip planning for me")
+    ("preference", "circumstance", False),
     ("experience", "preference", True),
     ("event", "experience", False),  # one happening does not replace another
 ]
