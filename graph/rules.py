@@ -73,7 +73,10 @@ _QUESTION_START = re.compile(
     r"^(?:how|what|why|when|where|who|whom|which|whose|do|does|did|have|has|had|are|is|was|were|can|could|would|"
     r"will|should|shall|may|any|anything)\b[^.!]*$", re.I)
 _RESPONSE = re.compile(
-    r"^(?:(?:oh|wow|yes|yeah|aw+|hey|haha|lol|definitely|absolutely|totally|sure|well|so|and|also|really)[,!.]?\s+)*(?:"
+    r"^(?:(?:oh|oof|ooh|wow|yes|yeah|aw+|hey|haha|lol|definitely|absolutely|totally|sure|well|so|and|also|really)"
+    r"[,!.]?\s+)*(?:(?:hey|hi|hello|yo)\b|long time no see|(?:great|good|nice) (?:to|chatting|talking)|"
+    r"that'?d be (?:great|awesome|amazing|nice|cool|fun)|believe in yourself|"
+
     r"keep (?:it up|going|at it|pushing|me posted|up the)|never give up|don'?t (?:be afraid|give up|worry|forget|hesitate|"
     r"stop)|do(?:n't)? let|good luck|best of luck|congrat|glad (?:you|to hear|that)|so glad|happy for you|proud of you|"
     r"hope (?:you|it|that|things)|let me know|you(?:'re| are) (?:gonna|going to|doing|so|such|right|welcome)|"
@@ -98,9 +101,12 @@ def holds_state(statement: str) -> bool:
         return False
     if s.endswith("?") or _QUESTION_START.match(s):
         return False
-    return not _RESPONSE.match(s)
+    return not (_RESPONSE.match(s) or _COMPLIMENT.search(s))
 
 
+_COMPLIMENT = re.compile(r"\byour [\w' -]{1,40}\b(?:is|are|looks?|sounds?|was|were) (?:so |really |truly )?"
+                         r"(?:amazing|great|awesome|beautiful|incredible|impressive|cool|lovely|wonderful|fantastic|"
+                         r"stunning|gorgeous)", re.I)
 _HOLDER_PREFIX = re.compile(r"^[A-Z][\w.'-]{0,30}(?: [A-Z][\w.'-]{0,30})?:\s+")
 
 

@@ -136,15 +136,19 @@ def test_a_replacement_covers_the_whole_earlier_turn() -> None:
                     source_turn_ids=(turn,))
     turn = [stored("old", "I love big horror screenings."), stored("sib", "The crowd's screams were the best part.", "experience"),
             stored("ask", "Have you been to one?"), stored("ann", "Ann: I love them too.", holder="Ann"),
-            stored("plan", "We will go again next week.", "plan"), stored("else", "I love tea.", turn="s:0")]
+            stored("circ", "We live near the old cinema.", "circumstance"), stored("else", "I love tea.", turn="s:0")]
     snap = Snapshot(user_id="u", facts={f.fact_id: f for f in turn})
     c = _cand("new", "Lately I'd rather watch horror films alone.", "preference", seq=2)
     res = _resolution(c, [turn[0]])
-    got = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig()).adjudicate(res, snap)
+    every = RelationModelConfig(turn_min_similarity=0.0)
+    got = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), every).adjudicate(res, snap)
     # not the question, not another holder's fact, not a kind a preference cannot replace, not another turn
     assert got.decisions[0].supersedes == ["old", "sib"]
     off = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig(supersede_turn=False))
     assert off.adjudicate(_resolution(c, [turn[0]]), snap).decisions[0].supersedes == ["old"]
+    # a sibling far from the new fact (here: the new fact's vector is orthogonal to everything) stays
+    near = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig(turn_min_similarity=0.35))
+    assert near.adjudicate(_resolution(c, [turn[0]]), snap).decisions[0].supersedes == ["old"]
 
 
 def test_duplicates_need_the_same_holder_and_superseded_facts_are_not_candidates() -> None:

@@ -181,6 +181,11 @@ HOLDS_STATE_CASES = [
     ("Definitely, keep me posted and let me know if you need any help.", False),
     ("I'm sure it was a memorable experience.", False),
     ("That sounds amazing!", False),
+    ("Gina: Oof, that's tough, Jon.", False),
+    ("Joanna: Hey Nate, long time no see!", False),
+    ("Joanna: Yeah Nate, your cooking is amazing!", False),
+    ("John: That'd be great, Maria!", False),
+    ("Highlights of my trip were great.", True),
     ("", False),
 ]
 

@@ -151,7 +151,8 @@ class ModelAdjudicator:
                              person_ok=[(c.holder in EVIDENCE_HOLDERS or stateful)
                                         and (v.holder in EVIDENCE_HOLDERS or holds_state(v.statement)) for v in views])
                 if d.supersedes and cfg.supersede_turn:
-                    self._whole_turns(d, c.kind, c.holder, turns, closed, kinds, by_id, res)
+                    self._whole_turns(d, c.kind, c.holder, turns, closed, kinds, by_id, res,
+                                      np.asarray(r.embedding, dtype=np.float32))
             closed.update(d.supersedes)
             if d.label == "duplicate":
                 closed.add(c.fact_id)
@@ -208,8 +209,19 @@ class ModelAdjudicator:
                 d.conflicts_with = [cands[k].fact_id]
                 d.reason = (d.reason + "; " if d.reason else "") + f"model: conflicts (p={float(P[k, CONF]):.2f})"
 
+    def _sibling_vector(self, fid: str, turns: _Turns) -> np.ndarray | None:
+        if fid in turns._batch:
+            return np.asarray(turns._batch[fid].embedding, dtype=np.float32)
+        if fid not in self._vecs:
+            f = turns.res.existing.get(fid) or turns.snap.facts.get(fid)
+            if f is None:
+                return None
+            self._remember(fid, np.asarray(self.embedder.embed([_stored_text(f.statement, f.holder)])[0], dtype=np.float32))
+        return self._vecs.get(fid)
+
     def _whole_turns(self, d: Decision, kind: str, holder: str, turns: _Turns, closed: set[str],
-                     kinds: dict[str, str], by_id: dict[str, ResolvedFact], res: Resolution) -> None:
+                     kinds: dict[str, str], by_id: dict[str, ResolvedFact], res: Resolution,
+                     u: np.ndarray | None = None) -> None:
         """A change replaces what the earlier *turn* said, not one of its sentences: a long turn about an
         experience is several facts, and one edge to one of them leaves its siblings current (the
         MemSyco leak). Every other fact of a replaced fact's turn, of the same holder, that holds state,
@@ -225,11 +237,21 @@ class ModelAdjudicator:
                 skind, sholder, stmt = info
                 if len(d.supersedes) + len(extra) >= self.cfg.max_superseded_per_turn_change:
                     break
-                if holds_state(stmt) and may_supersede(kind, skind, holder, sholder, True):
-                    extra.append(sib)
+                if not (holds_state(stmt) and may_supersede(kind, skind, holder, sholder, True)):
+                    continue
+                if u is not None and self.cfg.turn_min_similarity > 0:
+                    # a sibling on another topic (LoCoMo turns mix news, remarks and images) is not replaced
+                    v = self._sibling_vector(sib, turns)
+                    if v is None or v.shape != u.shape or _cos(u, v) < self.cfg.turn_min_similarity:
+                        continue
+                extra.append(sib)
         if extra:
             d.supersedes = d.supersedes + extra
             d.reason += f"; turn: +{len(extra)}"
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b) / (float(np.linalg.norm(a) * np.linalg.norm(b)) or 1.0)
 
 
 class _Turns:
