@@ -28,6 +28,10 @@ from induction.resolve import Neighbour, Resolution, ResolvedFact, embedding_tex
 from llmclients.embeddings import Embedder
 
 _STATIVE = frozenset({"preference", "constraint", "belief", "circumstance", "plan"})
+# What happened (an event, an experience) is replaced only on the new fact's *own* explicit change cue,
+# never on a sibling sentence's cue: a later "so now I'm redefining how I collaborate" builds on the
+# chaotic jam session, it does not make it untrue (personalized_memory_use lost 3 rows to that).
+_HISTORY = frozenset({"event", "experience"})
 SUP, CONF, DUP = LABELS.index("supersedes"), LABELS.index("conflicts_with"), LABELS.index("duplicate")
 
 
@@ -140,7 +144,7 @@ class ModelAdjudicator:
                 shift = bool(SHIFT.search(new.statement))
                 change = new.change or (cfg.turn_change_evidence and new.turn_change)
                 # a statement of a turn that reported a change is replaced only on the new fact's own cue
-                said = [change_evidenced(v.kind, new.change if v.turn_change else change, shift,
+                said = [change_evidenced(v.kind, new.change if v.turn_change or v.kind in _HISTORY else change, shift,
                                          new.negation != v.negation, old_reports_change=v.turn_change)
                         or not cfg.require_change_evidence for v in views]
                 stateful = holds_state(new.statement)
@@ -152,7 +156,7 @@ class ModelAdjudicator:
                                         and (v.holder in EVIDENCE_HOLDERS or holds_state(v.statement)) for v in views])
                 if d.supersedes and cfg.supersede_turn:
                     self._whole_turns(d, c.kind, c.holder, turns, closed, kinds, by_id, res,
-                                      np.asarray(r.embedding, dtype=np.float32))
+                                      np.asarray(r.embedding, dtype=np.float32), own_change=new.change)
             closed.update(d.supersedes)
             if d.label == "duplicate":
                 closed.add(c.fact_id)
@@ -221,7 +225,7 @@ class ModelAdjudicator:
 
     def _whole_turns(self, d: Decision, kind: str, holder: str, turns: _Turns, closed: set[str],
                      kinds: dict[str, str], by_id: dict[str, ResolvedFact], res: Resolution,
-                     u: np.ndarray | None = None) -> None:
+                     u: np.ndarray | None = None, own_change: bool = False) -> None:
         """A change replaces what the earlier *turn* said, not one of its sentences: a long turn about an
         experience is several facts, and one edge to one of them leaves its siblings current (the
         MemSyco leak). Every other fact of a replaced fact's turn, of the same holder, that holds state,
@@ -239,6 +243,8 @@ class ModelAdjudicator:
                     break
                 if not (holds_state(stmt) and may_supersede(kind, skind, holder, sholder, True)):
                     continue
+                if skind in _HISTORY and not own_change:
+                    continue  # what happened is replaced only on the new fact's own change cue (as change_evidenced)
                 if u is not None and self.cfg.turn_min_similarity > 0:
                     # a sibling on another topic (LoCoMo turns mix news, remarks and images) is not replaced
                     v = self._sibling_vector(sib, turns)
