@@ -101,12 +101,18 @@ def holds_state(statement: str) -> bool:
         return False
     if s.endswith("?") or _QUESTION_START.match(s):
         return False
-    return not (_RESPONSE.match(s) or _COMPLIMENT.search(s))
+    return not (_RESPONSE.match(s) or _COMPLIMENT.search(s) or _ANNOUNCEMENT.search(s))
 
 
 _COMPLIMENT = re.compile(r"\byour [\w' -]{1,40}\b(?:is|are|looks?|sounds?|was|were) (?:so |really |truly )?"
                          r"(?:amazing|great|awesome|beautiful|incredible|impressive|cool|lovely|wonderful|fantastic|"
                          r"stunning|gorgeous)", re.I)
+# An announcement of news still to come ("I have some updates I'd love to share!", "I've got news for you")
+# says nothing yet: the update is in the sentences that follow, so the announcement itself replaces nothing.
+_ANNOUNCEMENT = re.compile(r"\b(?:I(?:'ve| have)(?: got)?|I've|there(?:'s| is|'re| are)) (?:some |a few |an? |big |exciting )*"
+                           r"(?:news|updates?)\b(?! (?:about|on) my)[^.!]{0,40}(?:share|tell|for you)|"
+                           r"^(?:so,? )?(?:let me|I want to|I'd (?:like|love) to) (?:share|tell you|update you|fill you in)"
+                           r"(?: (?:some|a few|an?))? ?(?:news|updates?|what'?s new)?[^.!]{0,20}[.!]?$", re.I)
 _HOLDER_PREFIX = re.compile(r"^[A-Z][\w.'-]{0,30}(?: [A-Z][\w.'-]{0,30})?:\s+")
 
 

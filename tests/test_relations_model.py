@@ -119,6 +119,19 @@ def test_a_replacement_must_say_that_something_changed() -> None:
     assert adj.adjudicate(res, Snapshot(user_id="u")).decisions[0].supersedes == ["old"]
 
 
+def test_an_experience_is_replaced_only_on_a_cue_in_the_new_facts_own_sentence() -> None:
+    """The extractor carries a change cue onto the next sentence ("I decided to take a break…" ->
+    "Scriptwriting feels like a natural progression"): that carried cue does not replace what happened."""
+    adj = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig())
+    old = [_fact("old", "Engaging with fellow readers fostered stimulating discussions.", "experience")]
+    carried = _cand("new", "Diving into scriptwriting feels like a natural progression for me.", "preference", seq=2)
+    carried.qualifiers["change_cue"] = "decided to take a break"
+    assert adj.adjudicate(_resolution(carried, old), Snapshot(user_id="u")).decisions[0].supersedes == []
+    own = _cand("new", "I no longer enjoy those discussions.", "preference", seq=2)
+    own.qualifiers["change_cue"] = "no longer"
+    assert adj.adjudicate(_resolution(own, old), Snapshot(user_id="u")).decisions[0].supersedes == ["old"]
+
+
 def test_questions_and_responses_never_supersede_or_get_superseded() -> None:
     adj = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig())
     ask = _cand("new", "How often are you able to go hiking now?", "preference", seq=2)

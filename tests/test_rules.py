@@ -186,6 +186,12 @@ HOLDS_STATE_CASES = [
     ("Joanna: Yeah Nate, your cooking is amazing!", False),
     ("John: That'd be great, Maria!", False),
     ("Highlights of my trip were great.", True),
+    # an announcement of news still to come says nothing yet
+    ("I've been thinking about my plans again, and I have some updates I'd love to share!", False),
+    ("I've got some exciting news to tell you.", False),
+    ("Let me fill you in.", False),
+    ("I have an update: I switched to tea.", True),
+    ("I love sharing updates with my friends.", True),
     ("", False),
 ]
 

@@ -20,6 +20,7 @@ import numpy as np
 from graph.rules import EVIDENCE_HOLDERS, change_evidenced, holds_state, may_conflict, may_supersede
 from graph.snapshot import Snapshot
 from induction.adjudicate import Adjudication, Decision, RuleAdjudicator, _base
+from induction.extract import CandidateFact
 from induction.config import RelationModelConfig, RuleAdjudicatorConfig
 from induction.relations.candidates import candidates
 from induction.relations.features import LABELS, PAST_STATE, SHIFT, FactView, PairContext, pair_features, turn_shift
@@ -32,6 +33,17 @@ _STATIVE = frozenset({"preference", "constraint", "belief", "circumstance", "pla
 # never on a sibling sentence's cue: a later "so now I'm redefining how I collaborate" builds on the
 # chaotic jam session, it does not make it untrue (personalized_memory_use lost 3 rows to that).
 _HISTORY = frozenset({"event", "experience"})
+
+
+def _own_cue(c: CandidateFact) -> bool:
+    """The change cue is in the fact's own sentence, not carried over from the sentence before it
+    (the extractor carries "I decided to take a break…" onto "scriptwriting feels like a natural progression")."""
+    if "change" not in c.cues:
+        return False
+    w = (c.qualifiers.get("change_cue") or "").strip().lower()
+    return not w or w in c.statement.lower()
+
+
 SUP, CONF, DUP = LABELS.index("supersedes"), LABELS.index("conflicts_with"), LABELS.index("duplicate")
 
 
@@ -142,9 +154,11 @@ class ModelAdjudicator:
                               for k, (n, v) in enumerate(zip(cands, views))])
                 P = self.model.predict_proba(X)
                 shift = bool(SHIFT.search(new.statement))
-                change = new.change or (cfg.turn_change_evidence and new.turn_change)
+                # the new fact's own change cue, not one the extractor carried over from the sentence before it
+                own = _own_cue(c)
+                change = own or (cfg.turn_change_evidence and new.turn_change)
                 # a statement of a turn that reported a change is replaced only on the new fact's own cue
-                said = [change_evidenced(v.kind, new.change if v.turn_change or v.kind in _HISTORY else change, shift,
+                said = [change_evidenced(v.kind, own if v.turn_change or v.kind in _HISTORY else change, shift,
                                          new.negation != v.negation, old_reports_change=v.turn_change)
                         or not cfg.require_change_evidence for v in views]
                 stateful = holds_state(new.statement)
@@ -156,7 +170,7 @@ class ModelAdjudicator:
                                         and (v.holder in EVIDENCE_HOLDERS or holds_state(v.statement)) for v in views])
                 if d.supersedes and cfg.supersede_turn:
                     self._whole_turns(d, c.kind, c.holder, turns, closed, kinds, by_id, res,
-                                      np.asarray(r.embedding, dtype=np.float32), own_change=new.change)
+                                      np.asarray(r.embedding, dtype=np.float32), own_change=own)
             closed.update(d.supersedes)
             if d.label == "duplicate":
                 closed.add(c.fact_id)
