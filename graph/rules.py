@@ -5,6 +5,7 @@ No I/O here; every function is table-tested in tests/test_rules.py.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 
@@ -14,8 +15,10 @@ from graph.models import Fact, Relation, RelationalState, RelationView, Validity
 # a preference can be replaced by a newer preference or a constraint, not by an event).
 # An experience or event is history, but what it implied can be outgrown: "I went to a fusion festival and
 # loved it" is replaced, as a guide to what the user wants, by a later "fusion feels overproduced now".
+# A plan is replaced by a changed preference ("the trips I hope to make" -> "I've done a complete 180 on
+# travel; no more trip planning for me").
 SUPERSEDE_COMPATIBLE: Mapping[str, frozenset[str]] = {
-    "preference": frozenset({"preference", "constraint", "belief", "experience", "event"}),
+    "preference": frozenset({"preference", "constraint", "belief", "experience", "event", "plan"}),
     "belief": frozenset({"belief", "preference"}),
     "circumstance": frozenset({"circumstance", "constraint", "event", "experience"}),
     "constraint": frozenset({"constraint", "circumstance", "preference", "experience"}),
@@ -62,17 +65,76 @@ def may_supersede(new_kind: str, old_kind: str, new_holder: str, old_holder: str
     return new_is_later and new_holder == old_holder and can_supersede(new_kind, old_kind)
 
 
-def change_evidenced(old_kind: str, change_cue: bool, shift_cue: bool, polarity_differs: bool) -> bool:
+# Statements that hold no state of their speaker: a question ("How often are you able to go hiking now?")
+# asks, and encouragement, advice or a remark on the other person's news ("Keep it up!", "Don't be afraid
+# to share", "That must be great") responds; neither is a preference, belief or circumstance that a later
+# statement could replace, or that could replace one (relations-locomo-edges.md: most wrong LoCoMo edges).
+_QUESTION_START = re.compile(
+    r"^(?:how|what|why|when|where|who|whom|which|whose|do|does|did|have|has|had|are|is|was|were|can|could|would|"
+    r"will|should|shall|may|any|anything)\b[^.!]*$", re.I)
+_RESPONSE = re.compile(
+    r"^(?:(?:oh|oof|ooh|wow|yes|yeah|aw+|hey|haha|lol|definitely|absolutely|totally|sure|well|so|and|also|really)"
+    r"[,!.]?\s+)*(?:(?:hey|hi|hello|yo)\b|long time no see|(?:great|good|nice) (?:to|chatting|talking)|"
+    r"that'?d be (?:great|awesome|amazing|nice|cool|fun)|believe in yourself|"
+
+    r"keep (?:it up|going|at it|pushing|me posted|up the)|never give up|don'?t (?:be afraid|give up|worry|forget|hesitate|"
+    r"stop)|do(?:n't)? let|good luck|best of luck|congrat|glad (?:you|to hear|that)|so glad|happy for you|proud of you|"
+    r"hope (?:you|it|that|things)|let me know|you(?:'re| are) (?:gonna|going to|doing|so|such|right|welcome)|"
+    r"you (?:got this|can do it|should|deserve|did (?:great|amazing|awesome))|that(?:'s| is| sounds) (?:great|awesome|"
+    r"amazing|cool|wonderful|fantastic|so|really|super|impressive|incredible|lovely|nice|exciting|tough|hard)|"
+    r"sounds? (?:great|awesome|amazing|fun|like|wonderful|lovely|cool)|(?:what a|such a) |nice[,!.]|great[,!.]|"
+    r"awesome[,!.]|cool[,!.]|thanks?\b|thank you|i'?m sure (?:it|you|that)|i bet\b|"
+    r"[^.!?]{0,60}\bmust (?:be|have been) (?:great|awesome|amazing|fun|nice|so|really|a |hard|tough|wonderful|"
+    r"exciting|lovely|cool|incredible|fantastic))", re.I)
+
+
+def holds_state(statement: str) -> bool:
+    """False for a question or a response to someone else (encouragement, advice, a remark on their news):
+    such a statement never supersedes and is never superseded (nor disputed), whatever a model proposes.
+    A ``"Name: "`` holder prefix is ignored.
+
+    >>> holds_state("I switched to tea."), holds_state("How often do you hike now?"), holds_state("Keep it up!")
+    (True, False, False)
+    """
+    s = _HOLDER_PREFIX.sub("", statement.strip(), count=1).strip()
+    if not s:
+        return False
+    if s.endswith("?") or _QUESTION_START.match(s):
+        return False
+    return not (_RESPONSE.match(s) or _COMPLIMENT.search(s) or _ANNOUNCEMENT.search(s))
+
+
+_COMPLIMENT = re.compile(r"\byour [\w' -]{1,40}\b(?:is|are|looks?|sounds?|was|were) (?:so |really |truly )?"
+                         r"(?:amazing|great|awesome|beautiful|incredible|impressive|cool|lovely|wonderful|fantastic|"
+                         r"stunning|gorgeous)", re.I)
+# An announcement of news still to come ("I have some updates I'd love to share!", "I've got news for you")
+# says nothing yet: the update is in the sentences that follow, so the announcement itself replaces nothing.
+_ANNOUNCEMENT = re.compile(r"\b(?:I(?:'ve| have)(?: got)?|I've|there(?:'s| is|'re| are)) (?:some |a few |an? |big |exciting )*"
+                           r"(?:news|updates?)\b(?! (?:about|on) my)[^.!]{0,40}(?:share|tell|for you)|"
+                           r"^(?:so,? )?(?:let me|I want to|I'd (?:like|love) to) (?:share|tell you|update you|fill you in)"
+                           r"(?: (?:some|a few|an?))? ?(?:news|updates?|what'?s new)?[^.!]{0,20}[.!]?$", re.I)
+_HOLDER_PREFIX = re.compile(r"^[A-Z][\w.'-]{0,30}(?: [A-Z][\w.'-]{0,30})?:\s+")
+
+
+def change_evidenced(old_kind: str, change_cue: bool, shift_cue: bool, polarity_differs: bool,
+                     old_reports_change: bool = False) -> bool:
     """A replacement needs the newer statement to *say* that something changed: an explicit change cue
     ("no longer", "switched to", "I used to love…", "anymore"), a shift marker ("now", "lately",
     "instead", "but") or the opposite polarity. What an event or experience implied is replaced only on
     an explicit change cue ("fusion doesn't excite me anymore"): a later remark on the same topic
     ("we love painting lately" after "we made pots") is not an update of what happened.
 
+    A statement that itself reported a change (its turn says "lately I've realized…", "I now prefer…") is
+    the user's latest word on the matter: only an explicit new change cue replaces it, never a shift
+    word or a remark on a neighbouring topic (on MemSyco most wrong-way replacements were a later
+    aside superseding the turn that stated the current preference).
+
     >>> change_evidenced("preference", False, True, False), change_evidenced("experience", False, True, False)
     (True, False)
+    >>> change_evidenced("preference", False, True, False, old_reports_change=True)
+    False
     """
-    if old_kind in ("event", "experience"):
+    if old_reports_change or old_kind in ("event", "experience"):
         return change_cue
     return change_cue or shift_cue or polarity_differs
 

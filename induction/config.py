@@ -88,6 +88,14 @@ class RelationModelConfig(_Cfg):
                                           "something changed (graph.rules.change_evidenced); off = the model alone.")
     max_candidates: int = Field(default=12, ge=1, le=100, description="Candidate partners scored per new fact, closest first.")
     max_superseded_per_fact: int = Field(default=3, ge=1, description="A new fact replaces at most this many older ones.")
+    supersede_turn: bool = Field(default=True, description="A replacement covers the replaced fact's whole turn: its "
+                                 "other facts of the same holder that hold state and still are current are replaced too.")
+    turn_min_similarity: float = Field(default=0.35, ge=0.0, le=1.0, description="A sibling of a replaced fact is "
+                                       "replaced too only if its cosine to the new fact reaches this (0 = every sibling).")
+    max_superseded_per_turn_change: int = Field(default=12, ge=1, description="Cap on the facts one new fact replaces "
+                                                "once whole turns are included.")
+    turn_change_evidence: bool = Field(default=True, description="A change cue on another sentence of the new fact's "
+                                       "turn counts as the newer statement saying something changed.")
     cache_vectors: int = Field(default=50000, ge=0, description="Sentence vectors of stored facts kept in memory "
                                "(stored facts carry no vectors in the snapshot; a miss is embedded again).")
 

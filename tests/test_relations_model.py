@@ -119,6 +119,51 @@ def test_a_replacement_must_say_that_something_changed() -> None:
     assert adj.adjudicate(res, Snapshot(user_id="u")).decisions[0].supersedes == ["old"]
 
 
+def test_an_experience_is_replaced_only_on_a_cue_in_the_new_facts_own_sentence() -> None:
+    """The extractor carries a change cue onto the next sentence ("I decided to take a break…" ->
+    "Scriptwriting feels like a natural progression"): that carried cue does not replace what happened."""
+    adj = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig())
+    old = [_fact("old", "Engaging with fellow readers fostered stimulating discussions.", "experience")]
+    carried = _cand("new", "Diving into scriptwriting feels like a natural progression for me.", "preference", seq=2)
+    carried.qualifiers["change_cue"] = "decided to take a break"
+    assert adj.adjudicate(_resolution(carried, old), Snapshot(user_id="u")).decisions[0].supersedes == []
+    own = _cand("new", "I no longer enjoy those discussions.", "preference", seq=2)
+    own.qualifiers["change_cue"] = "no longer"
+    assert adj.adjudicate(_resolution(own, old), Snapshot(user_id="u")).decisions[0].supersedes == ["old"]
+
+
+def test_questions_and_responses_never_supersede_or_get_superseded() -> None:
+    adj = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig())
+    ask = _cand("new", "How often are you able to go hiking now?", "preference", seq=2)
+    assert adj.adjudicate(_resolution(ask, [_fact("old", "I love hiking.", "preference")]),
+                          Snapshot(user_id="u")).decisions[0].supersedes == []
+    now = _cand("new", "I'm not giving up now!", "preference", seq=2)
+    assert adj.adjudicate(_resolution(now, [_fact("old", "Keep it up - you're gonna make it!", "preference")]),
+                          Snapshot(user_id="u")).decisions[0].supersedes == []
+
+
+def test_a_replacement_covers_the_whole_earlier_turn() -> None:
+    """One edge into a long earlier turn replaces its other stateful facts of the same holder too."""
+    def stored(fid: str, statement: str, kind: str = "preference", holder: str = "user", turn: str = "s:1") -> Fact:
+        return Fact(fact_id=fid, user_id="u", statement=statement, kind=kind, holder=holder,  # type: ignore[arg-type]
+                    source_turn_ids=(turn,))
+    turn = [stored("old", "I love big horror screenings."), stored("sib", "The crowd's screams were the best part.", "experience"),
+            stored("ask", "Have you been to one?"), stored("ann", "Ann: I love them too.", holder="Ann"),
+            stored("circ", "We live near the old cinema.", "circumstance"), stored("else", "I love tea.", turn="s:0")]
+    snap = Snapshot(user_id="u", facts={f.fact_id: f for f in turn})
+    c = _cand("new", "Lately I'd rather watch horror films alone.", "preference", seq=2)
+    res = _resolution(c, [turn[0]])
+    every = RelationModelConfig(turn_min_similarity=0.0)
+    got = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), every).adjudicate(res, snap)
+    # not the question, not another holder's fact, not a kind a preference cannot replace, not another turn
+    assert got.decisions[0].supersedes == ["old", "sib"]
+    off = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig(supersede_turn=False))
+    assert off.adjudicate(_resolution(c, [turn[0]]), snap).decisions[0].supersedes == ["old"]
+    # a sibling far from the new fact (here: the new fact's vector is orthogonal to everything) stays
+    near = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig(turn_min_similarity=0.35))
+    assert near.adjudicate(_resolution(c, [turn[0]]), snap).decisions[0].supersedes == ["old"]
+
+
 def test_duplicates_need_the_same_holder_and_superseded_facts_are_not_candidates() -> None:
     adj = ModelAdjudicator(_Always("duplicate"), HashEmbedder(8), RelationModelConfig())
     c = _cand("new", "I love jazz.", "preference", seq=2)

@@ -7,7 +7,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from graph.models import Fact, Relation
-from graph.rules import change_evidenced, can_conflict, can_supersede, derive_state, derive_validity, has_cycle, may_conflict, may_supersede
+from graph.rules import (change_evidenced, can_conflict, can_supersede, derive_state, derive_validity, has_cycle, holds_state,
+                         may_conflict, may_supersede)
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 PAST = NOW - timedelta(days=1)
@@ -54,6 +55,8 @@ SUPERSEDE_CASES = [
     ("circumstance", "circumstance", True),
     ("preference", "experience", True),  # an experience outgrown: what it implied is replaced
     ("preference", "event", True),
+    ("preference", "plan", True),  # a plan given up ("no more trip planning for me")
+    ("preference", "circumstance", False),
     ("experience", "preference", True),
     ("event", "experience", False),  # one happening does not replace another
 ]
@@ -76,6 +79,12 @@ DIRECTION_CASES = [
     ("experience", True, False, False, True), ("experience", False, True, True, False), ("event", False, True, False, False)])
 def test_change_must_be_evidenced(old_kind: str, cue: bool, shift: bool, polar: bool, ok: bool) -> None:
     assert change_evidenced(old_kind, cue, shift, polar) is ok
+
+
+@pytest.mark.parametrize("cue,shift,polar,ok", [(True, False, False, True), (False, True, False, False),
+                                               (False, False, True, False), (False, True, True, False)])
+def test_a_reported_change_is_replaced_only_on_an_explicit_cue(cue: bool, shift: bool, polar: bool, ok: bool) -> None:
+    assert change_evidenced("preference", cue, shift, polar, old_reports_change=True) is ok
 
 
 def test_a_restated_old_preference_does_not_flip_the_newer_one() -> None:
@@ -149,3 +158,44 @@ def test_derive_state_relations_and_directions() -> None:
     assert {(v.type, v.direction, v.other_fact_id, v.resolved) for v in sa.relations} == {
         ("SUPERSEDES", "in", "b", False), ("CONFLICTS_WITH", "in", "c", True)}
     assert sa.concept_path == ("root", "x")
+
+
+# (statement, holds state): questions and responses to someone else never supersede or get superseded.
+HOLDS_STATE_CASES = [
+    ("I switched to oat milk.", True),
+    ("From now on, I'd rather watch horror films alone.", True),
+    ("You know, reflecting on that event, I've decided I don't enjoy crowds.", True),
+    ("I'm now looking for an online challenge about classic literature.", True),
+    ("Wow, I finally finished my novel.", True),
+    ("Joanna: I'm tempted to try dairy-free flavors now!", True),
+    ("That was a great trip.", True),
+    ("Audrey: How often are you able to go hiking now?", False),
+    ("Got any favorite flavors for dairy-free desserts?", False),
+    ("Have you always wanted a dog", False),
+    ("Keep going and never give up!", False),
+    ("Tim: Keep it up - you're gonna make a difference!", False),
+    ("Don't be afraid to write and share, even if it's just with friends.", False),
+    ("Glad you tried something new and it went well.", False),
+    ("Nice, spotting pretty birds while hiking must be great.", False),
+    ("Taking them on hikes must be awesome!", False),
+    ("Definitely, keep me posted and let me know if you need any help.", False),
+    ("I'm sure it was a memorable experience.", False),
+    ("That sounds amazing!", False),
+    ("Gina: Oof, that's tough, Jon.", False),
+    ("Joanna: Hey Nate, long time no see!", False),
+    ("Joanna: Yeah Nate, your cooking is amazing!", False),
+    ("John: That'd be great, Maria!", False),
+    ("Highlights of my trip were great.", True),
+    # an announcement of news still to come says nothing yet
+    ("I've been thinking about my plans again, and I have some updates I'd love to share!", False),
+    ("I've got some exciting news to tell you.", False),
+    ("Let me fill you in.", False),
+    ("I have an update: I switched to tea.", True),
+    ("I love sharing updates with my friends.", True),
+    ("", False),
+]
+
+
+@pytest.mark.parametrize("statement,ok", HOLDS_STATE_CASES)
+def test_holds_state(statement: str, ok: bool) -> None:
+    assert holds_state(statement) is ok

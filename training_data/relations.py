@@ -30,7 +30,7 @@ import numpy as np
 from induction.adapters import load_locomo, load_memsyco
 from induction.extract import CandidateFact
 from induction.offline import NEGATION, OfflineExtractor, plain
-from induction.relations.features import LABELS, FactView, PairContext, pair_features
+from induction.relations.features import LABELS, FactView, PairContext, pair_features, turn_shift
 from induction.resolve import embedding_text, normalize_text
 from induction.session import Session
 from training_data.relations_synthetic import synthetic_dialogues
@@ -57,9 +57,14 @@ class PairSet:
         return np.stack(self.X).astype(np.float32), np.asarray(self.y, dtype=np.int64)
 
 
-def fact_view(c: CandidateFact) -> FactView:
+def fact_view(c: CandidateFact, turn_change: bool = False) -> FactView:
     return FactView(statement=embedding_text(c), kind=c.kind, holder=c.holder, change="change" in c.cues,
-                    negation="negation" in c.cues, scoped=c.scope is not None)
+                    negation="negation" in c.cues, scoped=c.scope is not None, turn_change=turn_change)
+
+
+def changed_turns(facts: Sequence[CandidateFact]) -> set[str]:
+    """Turns (first source turn id) of which some fact carries a change cue or a turn-level shift phrase."""
+    return {c.source_turn_ids[0] for c in facts if "change" in c.cues or turn_shift(c.statement)}
 
 
 def dialogue_facts(session: Session, extractor: OfflineExtractor, embed: Embed) -> tuple[list[CandidateFact], np.ndarray]:
@@ -101,11 +106,13 @@ def label_dialogue(session: Session, labeler_of: Callable[[list[CandidateFact], 
     if len(facts) < 2:
         return out
     lab = labeler_of(facts, vecs)
+    chg = changed_turns(facts)
+    views = [fact_view(c, c.source_turn_ids[0] in chg) for c in facts]
     for i, j, ctx in candidate_pairs(facts, vecs, min_similarity, max_candidates):
         y = lab(i, j)
         if y is None:
             continue
-        out.X.append(pair_features(fact_view(facts[i]), fact_view(facts[j]), ctx, vecs[i], vecs[j], pair_embedding))
+        out.X.append(pair_features(views[i], views[j], ctx, vecs[i], vecs[j], pair_embedding))
         out.y.append(LABELS.index(y))
         out.group.append(group)
         out.source.append(source)
@@ -220,19 +227,27 @@ def _rubric(path: Path) -> dict[str, dict[str, str]]:
 
 def memsyco_pairs(root: str | Path, embed: Embed, extractor: OfflineExtractor, pair_embedding: bool,
                   min_similarity: float, max_candidates: int, near: float = 0.5, far: float = 0.35,
-                  tasks: Sequence[str] = MEMSYCO_TASKS, max_rows: int | None = None) -> PairSet:
+                  tasks: Sequence[str] = MEMSYCO_TASKS, max_rows: int | None = None,
+                  heldout: tuple[int, int] | None = None) -> PairSet:
+    """``heldout = (a, b)``: rows a..b-1 of every task file are never used (the block the evals report on)."""
     out = PairSet()
     root = Path(root)
     for task in tasks:
         path = root / f"{task}.jsonl"
         if not path.is_file():
             continue
-        rows = load_memsyco(path, user_prefix=f"rel-{task}-")[:max_rows] if max_rows else load_memsyco(path, user_prefix=f"rel-{task}-")
+        rows = load_memsyco(path, user_prefix=f"rel-{task}-")
+        if heldout is not None:
+            rows = rows[: heldout[0]] + rows[heldout[1]:]
+        rows = rows[:max_rows] if max_rows else rows
         rub = _rubric(path) if task == "memory_evidence_conflict" else {}
         for row in rows:
             labeler_of: Callable[[list[CandidateFact], np.ndarray], Labeler]
             if task == "valid_memory_selection":
-                items = [(i.status, i.content) for i in row.items if i.status in ("current", "outdated")]
+                # each ';'-separated part too: a long outdated item is several sentences of the dialogue, and
+                # every one of them is a fact the change replaces (one positive per row was too few)
+                items = [(i.status, t) for i in row.items if i.status in ("current", "outdated")
+                         for t in dict.fromkeys([i.content, *i.parts()])]
                 if not any(s == "current" for s, _ in items):
                     continue
                 labeler_of = vms_labeler(items, embed, near, far)

@@ -41,7 +41,10 @@ class RelationTrainConfig(BaseModel):
     seed: int = Field(default=0, description="Seed of data generation, splits and weight init (same seed -> same model).")
     output_dir: str = Field(default="runs/relations", description="metrics.jsonl, metrics.png, pairs.npz, the artefact.")
     memsyco_root: str | None = Field(default="../shared/data/memsyco-bench", description="MemSyco-Bench dev folder.")
-    memsyco_max_rows: int | None = Field(default=None, ge=1, description="Rows per task file (None = all).")
+    memsyco_max_rows: int | None = Field(default=None, ge=1, description="Rows per task file (None = all), after "
+                                         "the held-out block is removed.")
+    memsyco_heldout: tuple[int, int] | None = Field(default=None, description="Rows [a, b) of every MemSyco task file "
+                                                    "never trained on (the block the end-to-end evals report on).")
     locomo: str | None = Field(default="../shared/data/locomo", description="LoCoMo dev file or folder (negatives).")
     locomo_max_pairs: int = Field(default=3000, ge=0, description="Cap on LoCoMo negative pairs.")
     locomo_sessions: int = Field(default=4, ge=1, description="Sessions per LoCoMo conversation used for negatives.")
@@ -74,7 +77,7 @@ def _in_val(group: str, seed: int, frac: float) -> bool:
     return h < frac
 
 
-_SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n"}, "memsyco": {"memsyco_root", "memsyco_max_rows"},
+_SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n"}, "memsyco": {"memsyco_root", "memsyco_max_rows", "memsyco_heldout"},
                   "locomo": {"locomo", "locomo_max_pairs", "locomo_sessions"}}
 
 
@@ -89,7 +92,7 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
     emb: Any = None
     parts: list[dict[str, Any]] = []
     for name, fields in _SOURCE_FIELDS.items():
-        keyed = cfg.model_dump(include=fields | {"min_similarity", "max_candidates"})
+        keyed = cfg.model_dump(include=fields | {"min_similarity", "max_candidates"}) | {"features": list(STRUCT_NAMES)}
         key = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:16]
         cache = out / f"pairs-{name}.npz"
         if cache.is_file():
@@ -105,7 +108,7 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
         if name == "synthetic" and cfg.synthetic_n:
             ps = synthetic_pairs(cfg.synthetic_n, cfg.seed, *a)
         elif name == "memsyco" and cfg.memsyco_root:
-            ps = memsyco_pairs(cfg.memsyco_root, *a, max_rows=cfg.memsyco_max_rows)
+            ps = memsyco_pairs(cfg.memsyco_root, *a, max_rows=cfg.memsyco_max_rows, heldout=cfg.memsyco_heldout)
         elif name == "locomo" and cfg.locomo and cfg.locomo_max_pairs:
             loc = Path(cfg.locomo)
             path = loc / "locomo10.json" if loc.is_dir() else loc

@@ -17,17 +17,33 @@ from functools import lru_cache
 from collections.abc import Sequence
 import numpy as np
 
-from graph.rules import change_evidenced, may_conflict, may_supersede
+from graph.rules import EVIDENCE_HOLDERS, change_evidenced, holds_state, may_conflict, may_supersede
 from graph.snapshot import Snapshot
 from induction.adjudicate import Adjudication, Decision, RuleAdjudicator, _base
+from induction.extract import CandidateFact
 from induction.config import RelationModelConfig, RuleAdjudicatorConfig
 from induction.relations.candidates import candidates
-from induction.relations.features import LABELS, PAST_STATE, SHIFT, FactView, PairContext, pair_features
+from induction.relations.features import LABELS, PAST_STATE, SHIFT, FactView, PairContext, pair_features, turn_shift
 from induction.relations.model import ARTEFACT_DIR, PROBE, RelationModel
 from induction.resolve import Neighbour, Resolution, ResolvedFact, embedding_text
 from llmclients.embeddings import Embedder
 
 _STATIVE = frozenset({"preference", "constraint", "belief", "circumstance", "plan"})
+# What happened (an event, an experience) is replaced only on the new fact's *own* explicit change cue,
+# never on a sibling sentence's cue: a later "so now I'm redefining how I collaborate" builds on the
+# chaotic jam session, it does not make it untrue (personalized_memory_use lost 3 rows to that).
+_HISTORY = frozenset({"event", "experience"})
+
+
+def _own_cue(c: CandidateFact) -> bool:
+    """The change cue is in the fact's own sentence, not carried over from the sentence before it
+    (the extractor carries "I decided to take a break…" onto "scriptwriting feels like a natural progression")."""
+    if "change" not in c.cues:
+        return False
+    w = (c.qualifiers.get("change_cue") or "").strip().lower()
+    return not w or w in c.statement.lower()
+
+
 SUP, CONF, DUP = LABELS.index("supersedes"), LABELS.index("conflicts_with"), LABELS.index("duplicate")
 
 
@@ -95,15 +111,18 @@ class ModelAdjudicator:
         return out
 
     # ------------------------------------------------------------ adjudication
-    def _view(self, fid: str, res: Resolution, by_id: dict[str, ResolvedFact], kinds: dict[str, str]) -> FactView:
+    def _view(self, fid: str, res: Resolution, by_id: dict[str, ResolvedFact], kinds: dict[str, str],
+              turns: _Turns) -> FactView:
         if fid in by_id:
             c = by_id[fid].candidate
             return FactView(statement=embedding_text(c), kind=kinds.get(fid, c.kind), holder=c.holder,
-                            change="change" in c.cues, negation="negation" in c.cues, scoped=c.scope is not None)
+                            change="change" in c.cues, negation="negation" in c.cues, scoped=c.scope is not None,
+                            turn_change=turns.changed(c.source_turn_ids[0]))
         f = res.existing[fid]
         return FactView(statement=_stored_text(f.statement, f.holder), kind=f.kind, holder=f.holder,
                         change=bool(f.qualifiers.get("change_cue")), negation=_negated(f.statement),
-                        scoped=f.scope is not None)
+                        scoped=f.scope is not None,
+                        turn_change=bool(f.source_turn_ids) and turns.changed(f.source_turn_ids[0]))
 
     def adjudicate(self, res: Resolution, snap: Snapshot) -> Adjudication:
         cfg = self.cfg
@@ -113,6 +132,7 @@ class ModelAdjudicator:
         todo = {r.candidate.fact_id: candidates(r, by_id, set(), cfg.max_candidates) for r in res.facts
                 if r.duplicate_of is None}
         vecs = self._vectors(res, [n.fact_id for ns in todo.values() for n in ns]) if self.model.pair_embedding else {}
+        turns = _Turns(res, snap)
         decisions: list[Decision] = []
         for r in res.facts:
             d = _base(r)
@@ -123,9 +143,9 @@ class ModelAdjudicator:
             cands = [n for n in todo[c.fact_id] if n.fact_id not in closed
                      and (not self.model.pair_embedding or n.fact_id in vecs)]
             if cands:
-                new = self._view(c.fact_id, res, by_id, kinds)
+                new = self._view(c.fact_id, res, by_id, kinds, turns)
                 u = vecs.get(c.fact_id) if self.model.pair_embedding else None
-                views = [self._view(n.fact_id, res, by_id, kinds) for n in cands]
+                views = [self._view(n.fact_id, res, by_id, kinds, turns) for n in cands]
                 X = np.stack([pair_features(new, v,
                                             PairContext(similarity=n.similarity, rank=k, n_candidates=len(cands),
                                                         same_concept=n.same_concept, near_concept=n.near_concept,
@@ -134,11 +154,23 @@ class ModelAdjudicator:
                               for k, (n, v) in enumerate(zip(cands, views))])
                 P = self.model.predict_proba(X)
                 shift = bool(SHIFT.search(new.statement))
-                said = [change_evidenced(v.kind, new.change, shift, new.negation != v.negation)
+                # the new fact's own change cue, not one the extractor carried over from the sentence before it
+                own = _own_cue(c)
+                change = own or (cfg.turn_change_evidence and new.turn_change)
+                # a statement of a turn that reported a change is replaced only on the new fact's own cue
+                said = [change_evidenced(v.kind, own if v.turn_change or v.kind in _HISTORY else change, shift,
+                                         new.negation != v.negation, old_reports_change=v.turn_change)
                         or not cfg.require_change_evidence for v in views]
+                stateful = holds_state(new.statement)
                 self._decide(d, c.kind, c.kind_certain, c.holder, cands, P, res, by_id, kinds,
                              retrospective=bool(PAST_STATE.search(new.statement)),
-                             partner_change=[v.change for v in views], evidenced=said)
+                             partner_change=[v.change for v in views], evidenced=said,
+                             stateful=[stateful and holds_state(v.statement) for v in views],
+                             person_ok=[(c.holder in EVIDENCE_HOLDERS or stateful)
+                                        and (v.holder in EVIDENCE_HOLDERS or holds_state(v.statement)) for v in views])
+                if d.supersedes and cfg.supersede_turn:
+                    self._whole_turns(d, c.kind, c.holder, turns, closed, kinds, by_id, res,
+                                      np.asarray(r.embedding, dtype=np.float32), own_change=own)
             closed.update(d.supersedes)
             if d.label == "duplicate":
                 closed.add(c.fact_id)
@@ -149,7 +181,8 @@ class ModelAdjudicator:
 
     def _decide(self, d: Decision, kind: str, certain: bool, holder: str, cands: list[Neighbour], P: np.ndarray,
                 res: Resolution, by_id: dict[str, ResolvedFact], kinds: dict[str, str], retrospective: bool = False,
-                partner_change: Sequence[bool] = (), evidenced: Sequence[bool] = ()) -> None:
+                partner_change: Sequence[bool] = (), evidenced: Sequence[bool] = (), stateful: Sequence[bool] = (),
+                person_ok: Sequence[bool] = ()) -> None:
         cfg = self.cfg
 
         def info(fid: str) -> tuple[str, str]:
@@ -171,6 +204,8 @@ class ModelAdjudicator:
                 break
             if evidenced and not evidenced[k]:
                 continue  # the newer statement does not say anything changed (graph.rules.change_evidenced)
+            if stateful and not stateful[k]:
+                continue  # a question or a response holds no state to replace (graph.rules.holds_state)
             okind, oholder = info(cands[k].fact_id)
             use = kind
             if not certain and okind in _STATIVE and not sup:
@@ -185,9 +220,113 @@ class ModelAdjudicator:
             d.supersedes = sup
             d.reason = f"model: supersedes (p={float(P[order[0], SUP]):.2f})"
         k = int(np.argmax(P[:, CONF]))
-        if cands[k].fact_id not in sup:
+        if cands[k].fact_id not in sup and (not person_ok or person_ok[k]):
             okind, oholder = info(cands[k].fact_id)
             bar = cfg.same_holder_conflict_threshold if oholder == holder else cfg.conflict_threshold
             if P[k, CONF] >= bar and may_conflict(kind, okind, holder, oholder):
                 d.conflicts_with = [cands[k].fact_id]
                 d.reason = (d.reason + "; " if d.reason else "") + f"model: conflicts (p={float(P[k, CONF]):.2f})"
+
+    def _sibling_vector(self, fid: str, turns: _Turns) -> np.ndarray | None:
+        if fid in turns._batch:
+            return np.asarray(turns._batch[fid].embedding, dtype=np.float32)
+        if fid not in self._vecs:
+            f = turns.res.existing.get(fid) or turns.snap.facts.get(fid)
+            if f is None:
+                return None
+            self._remember(fid, np.asarray(self.embedder.embed([_stored_text(f.statement, f.holder)])[0], dtype=np.float32))
+        return self._vecs.get(fid)
+
+    def _whole_turns(self, d: Decision, kind: str, holder: str, turns: _Turns, closed: set[str],
+                     kinds: dict[str, str], by_id: dict[str, ResolvedFact], res: Resolution,
+                     u: np.ndarray | None = None, own_change: bool = False) -> None:
+        """A change replaces what the earlier *turn* said, not one of its sentences: a long turn about an
+        experience is several facts, and one edge to one of them leaves its siblings current (the
+        MemSyco leak). Every other fact of a replaced fact's turn, of the same holder, that holds state,
+        is still current and whose kind the new fact may replace, is replaced too (graph.rules disposes)."""
+        extra: list[str] = []
+        for fid in list(d.supersedes):
+            for sib in turns.siblings(fid):
+                if sib in d.supersedes or sib in extra or sib in closed or sib == d.fact_id:
+                    continue
+                info = turns.info(sib, kinds)
+                if info is None:
+                    continue
+                skind, sholder, stmt = info
+                if len(d.supersedes) + len(extra) >= self.cfg.max_superseded_per_turn_change:
+                    break
+                if not (holds_state(stmt) and may_supersede(kind, skind, holder, sholder, True)):
+                    continue
+                if skind in _HISTORY and not own_change:
+                    continue  # what happened is replaced only on the new fact's own change cue (as change_evidenced)
+                if u is not None and self.cfg.turn_min_similarity > 0:
+                    # a sibling on another topic (LoCoMo turns mix news, remarks and images) is not replaced
+                    v = self._sibling_vector(sib, turns)
+                    if v is None or v.shape != u.shape or _cos(u, v) < self.cfg.turn_min_similarity:
+                        continue
+                extra.append(sib)
+        if extra:
+            d.supersedes = d.supersedes + extra
+            d.reason += f"; turn: +{len(extra)}"
+
+
+def _cos(a: np.ndarray, b: np.ndarray) -> float:
+    return float(a @ b) / (float(np.linalg.norm(a) * np.linalg.norm(b)) or 1.0)
+
+
+class _Turns:
+    """Which turn each fact of this batch and of the store came from, and which turns report a change."""
+
+    def __init__(self, res: Resolution, snap: Snapshot):
+        self.res, self.snap = res, snap
+        self._changed: dict[str, bool] = {}
+        self._by_turn: dict[str, list[str]] | None = None
+        self._superseded: set[str] | None = None
+        for r in res.facts:
+            c = r.candidate
+            t = c.source_turn_ids[0]
+            self._changed[t] = self._changed.get(t, False) or "change" in c.cues or turn_shift(c.statement)
+        self._batch = {r.candidate.fact_id: r for r in res.facts}
+
+    def changed(self, turn: str) -> bool:
+        if turn not in self._changed:
+            self._index()
+        return self._changed.get(turn, False)
+
+    def _index(self) -> None:
+        if self._by_turn is not None:
+            return
+        self._by_turn = {}
+        for r in self.res.facts:
+            if r.duplicate_of is None:
+                self._by_turn.setdefault(r.candidate.source_turn_ids[0], []).append(r.candidate.fact_id)
+        for fid, f in self.snap.facts.items():
+            if f.source_turn_ids and f.retracted_at is None:
+                t = f.source_turn_ids[0]
+                self._by_turn.setdefault(t, []).append(fid)
+                if t not in self._changed or not self._changed[t]:
+                    self._changed[t] = bool(f.qualifiers.get("change_cue")) or turn_shift(f.statement)
+        self._superseded = {r.dst for r in self.snap.relations.values() if r.type == "SUPERSEDES"}
+
+    def turn_of(self, fid: str) -> str | None:
+        if fid in self._batch:
+            return self._batch[fid].candidate.source_turn_ids[0]
+        f = self.res.existing.get(fid) or self.snap.facts.get(fid)
+        return f.source_turn_ids[0] if f is not None and f.source_turn_ids else None
+
+    def siblings(self, fid: str) -> list[str]:
+        t = self.turn_of(fid)
+        if t is None:
+            return []
+        self._index()
+        assert self._by_turn is not None and self._superseded is not None
+        return [s for s in self._by_turn.get(t, []) if s != fid and s not in self._superseded]
+
+    def info(self, fid: str, kinds: dict[str, str]) -> tuple[str, str, str] | None:
+        if fid in self._batch:
+            c = self._batch[fid].candidate
+            return kinds.get(fid, c.kind), c.holder, c.statement
+        f = self.res.existing.get(fid) or self.snap.facts.get(fid)
+        if f is None or self.res.validity.get(fid, "current") != "current":
+            return None
+        return f.kind, f.holder, _stored_text(f.statement, f.holder)

@@ -6,7 +6,9 @@ both places. Two groups:
 
 - structural (``STRUCT_NAMES``): similarity and its rank among the candidates, holders (user /
   someone else / outside evidence), both kinds, change / polarity / contrast / evidence cue words on
-  each side, concept neighbourhood, word and name overlap, scope;
+  each side, whether the fact's turn reports a change (a sibling sentence may carry the cue: "I've shifted
+  my perspective. I'd rather…"), whether it holds no state (a question or a response,
+  ``graph.rules.holds_state``), concept neighbourhood, word and name overlap, scope;
 - the pair's sentence vectors ``u * v`` and ``|u - v|`` (optional: ``pair_embedding``), which let the
   model see *what* changed, not only that the two are similar.
 """
@@ -21,6 +23,7 @@ from typing import get_args
 import numpy as np
 
 from graph.models import FactKind
+from graph.rules import holds_state
 from induction.evidence import EVIDENCE_CUE
 
 KINDS: tuple[str, ...] = get_args(FactKind)
@@ -34,6 +37,20 @@ PAST_STATE = re.compile(r"\b(?:used to|back then|at (?:the )?first|initially|at 
 _CONTRAST = re.compile(r"\b(?:but|however|though|although|instead|rather than|whereas|yet|anymore|no longer)\b", re.I)
 _NOW = re.compile(r"\b(?:now|these days|lately|recently|currently|nowadays|from now on|this year|again|started|starting)\b",
                   re.I)
+# A turn that reports a change of mind, on any of its sentences: the cue and the new preference are often
+# separate sentences ("I've actually shifted my perspective. I'd rather appreciate the film on its own terms").
+_TURN_SHIFT = re.compile(r"\b(?:no longer|any ?more|from now on|these days|nowadays|lately|I'?(?:ve| have) (?:actually )?"
+                         r"(?:shifted|changed|realized|realised|decided|been reconsidering|started to)|I(?:'m| am) now|"
+                         r"I now|now I|I'?d (?:much )?rather|reconsider\w*|rethink\w*|shift(?:ed|ing)? (?:my|the) "
+                         r"(?:focus|perspective|approach)|used to|changed my)\b", re.I)
+
+
+@lru_cache(maxsize=65536)
+def turn_shift(statement: str) -> bool:
+    """Does this sentence say that something changed (the turn-level cue of ``FactView.turn_change``)?"""
+    return bool(_TURN_SHIFT.search(statement))
+
+
 # Any marker that the newer statement reports a shift (used by the adjudicator's change_evidenced check).
 SHIFT = re.compile(_CONTRAST.pattern + "|" + _NOW.pattern, re.I)
 _STOP = frozenset("the a an and or but to of in on for with at by from is are was were be been it this that i my me we our "
@@ -52,6 +69,7 @@ class FactView:
     change: bool = False
     negation: bool = False
     scoped: bool = False
+    turn_change: bool = False  # some statement of the same turn carries a change cue ("lately I've realized…")
 
 
 @dataclass(frozen=True)
@@ -84,11 +102,12 @@ def _side(f: FactView) -> tuple[float, ...]:
     return (float(f.holder == "user"), float(f.holder in EVIDENCE_HOLDERS), *[float(f.kind == k) for k in KINDS],
             float(f.change), float(f.negation), float(f.scoped), float(bool(PREFERENCE.search(s))),
             float(bool(PAST_STATE.search(s))), float(bool(_CONTRAST.search(s))), float(bool(_NOW.search(s))),
-            min(3.0, float(len(EVIDENCE_CUE.findall(s)))))
+            min(3.0, float(len(EVIDENCE_CUE.findall(s)))), float(f.turn_change or f.change),
+            float(not holds_state(f.statement)))
 
 
 _SIDE_NAMES = ["user", "evidence", *[f"kind_{k}" for k in KINDS], "change", "negation", "scoped", "pref_cue",
-               "past_state_cue", "contrast_cue", "now_cue", "evidence_cues"]
+               "past_state_cue", "contrast_cue", "now_cue", "evidence_cues", "turn_change", "no_state"]
 STRUCT_NAMES: tuple[str, ...] = (
     "sim", "sim2", "rank_frac", "same_holder", "same_kind", "neg_xor", "same_concept", "near_concept", "in_session",
     "word_jaccard", "name_overlap", "name_new_only",

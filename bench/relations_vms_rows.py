@@ -1,0 +1,107 @@
+"""MemSyco valid_memory_selection row by row: which outdated fact leaks, which edges exist, which fact the
+current item's matching fact was superseded by (the diagnosis behind docs/results/relations.md).
+
+Scores with the eval's own ``score_row`` (same matching, same numbers as ``evomem eval memsyco``) and adds
+``wrong_way_nearest``: the current item's fact chosen only among facts nearer the current item than the
+outdated one. The current item often restates the old context ("prefers X *over Y*"), so its best match
+can be an outdated sentence; when that sentence is (rightly) superseded, plain ``wrong_way`` counts it.
+
+    python bench/relations_vms_rows.py --skip-rows 40 --rows 50 [--adjudicator rules] [--only v11_000507 ...] > rows.txt
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from evaluation.memsyco_selection import score_row  # noqa: E402
+from evomem.settings import Settings  # noqa: E402
+from graph.retrieval import RetrievalConfig, retrieve  # noqa: E402
+from induction.adapters import load_memsyco  # noqa: E402
+from induction.branch import validity_map  # noqa: E402
+from induction.config import IngestConfig  # noqa: E402
+from induction.pipeline import make_ingestor  # noqa: E402
+from memcore.memory import Memory  # noqa: E402
+
+
+def _turn(f: object) -> int:
+    t = str(getattr(f, "source_turn_ids", ("x:0",))[0]).rsplit(":", 1)[-1]
+    return int(t) if t.isdigit() else 0
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--data", default=str(ROOT.parent / "shared" / "data" / "memsyco-bench"))
+    ap.add_argument("--skip-rows", type=int, default=40)
+    ap.add_argument("--rows", type=int, default=50)
+    ap.add_argument("--adjudicator", default="model")
+    ap.add_argument("--only", nargs="*", default=None, help="Row ids to run (default: all in the range).")
+    ap.add_argument("--quiet", action="store_true", help="Only the per-row line and the totals.")
+    a = ap.parse_args()
+    s = Settings()
+    s.store.path = str(Path(tempfile.mkdtemp(prefix="evomem-vmsrows-")) / "store")
+    mem = Memory.from_settings(s)
+    ing = make_ingestor(mem, IngestConfig(adjudicator=a.adjudicator))  # type: ignore[arg-type]
+    rows = load_memsyco(Path(a.data) / "valid_memory_selection.jsonl")
+    rows = [r for r in rows if r.policy == "update" or any(i.status == "current" for i in r.items)]
+    rows = rows[a.skip_rows: a.skip_rows + a.rows]
+    rows = [r for r in rows if not a.only or r.id in a.only]
+    keys = ("current_hit", "outdated_leak", "current_valid", "wrong_way", "outdated_marked")
+    tot = dict.fromkeys((*keys, "wrong_way_nearest"), 0.0)
+
+    def emb(t: list[str]) -> np.ndarray:
+        return np.asarray(mem.embedder.embed(t))
+
+    for row in rows:
+        ing.ingest(row.session)
+        user = row.session.user_id
+        b = retrieve(mem.store, user, row.question, emb([row.question])[0].tolist(), RetrievalConfig(k=10))
+        snap = mem.store.load_snapshot(user)
+        val = validity_map(snap, list(snap.facts))
+        r = score_row(row, b, {f: x.statement for f, x in snap.facts.items()}, emb, 0.45, val)
+        user_facts = sorted((f for f in snap.facts.values() if f.holder == "user"), key=lambda f: (_turn(f), f.fact_id))
+        cur = [p for it in row.items if it.status == "current" for p in it.parts()]
+        old = [p for it in row.items if it.status == "outdated" for p in it.parts()]
+        near_wrong, cf = False, None
+        if user_facts and cur:
+            F = emb([f.statement for f in user_facts])
+            sc = (F @ emb(cur).T).max(1)
+            so = (F @ emb(old).T).max(1) if old else np.full(len(user_facts), -1.0)
+            ok = [n for n in np.argsort(-sc) if sc[n] >= 0.45 and sc[n] > so[n]]
+            if ok:
+                cf = user_facts[int(ok[0])]
+                near_wrong = val.get(cf.fact_id) in ("superseded", "disputed")
+        for k in keys:
+            tot[k] += float(getattr(r, k))
+        tot["wrong_way_nearest"] += float(near_wrong)
+        print("=" * 100)
+        print(f"ROW {row.id} " + " ".join(f"{k}={int(getattr(r, k))}" for k in keys) + f" wrong_way_nearest={int(near_wrong)}")
+        if a.quiet:
+            continue
+        print("Q:", row.question)
+        for it in row.items:
+            print(f"  ITEM[{it.status}]: {it.content[:200]}")
+        ret = {it.fact.fact_id for it in b.items}
+        for f in user_facts:
+            tag = ("R" if f.fact_id in ret else " ") + {"current": " ", "superseded": "S", "disputed": "D"}.get(val.get(f.fact_id, ""), "?")
+            print(f"   {tag} [{f.kind[:5]}] {_turn(f):>3} {f.fact_id[-6:]} {f.statement[:150]}")
+        if cf is not None:
+            print(f"   CURRENT-FACT {cf.fact_id[-6:]} {val.get(cf.fact_id)}: {cf.statement[:120]}")
+        for rel in snap.relations.values():
+            src, dst = snap.facts[rel.src], snap.facts[rel.dst]
+            print(f"   EDGE {rel.type} t{_turn(src)}->t{_turn(dst)} {rel.src[-6:]} -> {rel.dst[-6:]}  {rel.reason}")
+        sys.stdout.flush()
+    n = max(1, len(rows))
+    print("TOTAL", {k: round(v / n, 3) for k, v in tot.items()}, f"rows={len(rows)}")
+    mem.close()
+
+
+if __name__ == "__main__":
+    main()
