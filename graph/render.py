@@ -6,17 +6,19 @@ which), expired, retracted, scoped; a current fact carries nothing, so a relatio
 facts plus one marker. ``full`` (the policy prompt the learned policies were trained on): every
 line spells validity, relations, scope and kind.
 
-Adaptive depth: with ``min_score_ratio`` the renderer also stops at the first group whose best fused
+Adaptive depth: with ``min_score_ratio`` the renderer also stops at the first unit whose best fused
 seed score falls below that share of the top seed's score, so an easy request gets a short context.
 
-Facts joined by SUPERSEDES/CONFLICTS_WITH form a group that is kept or dropped whole: an update
-shown without what it replaced (or a conflict without its other side) misleads more than it helps.
-In the compact style a group costs its seeds' lines, the lines of the partners the reader must see
-(a partner still in force: the update that replaced a seed, the other side of a conflict), and one
-marker line naming the rest — partners traversal reached that are themselves superseded, expired
-or retracted (``↳ F2, F3 superseded by F5``). Those are history the seed's own state already
-accounts for; spelling each out cost BEAM 0.1 complete retrieval at 600 tokens, where one
-replaced turn of five long sentences pushed five seeds out. The full style keeps every line.
+An update is never shown without what it replaced, nor a conflict without its other side. In the
+compact style (with states) the unit kept or dropped whole is a seed, best fused score first, with
+its counterparts — the facts that replaced it and the other side of its conflict, spelled out, as
+they change how the seed may be used — and one marker line naming the other ends of their
+relations (``↳ F2, F3 superseded by F5``: what the seed itself replaced). A fact already spelled
+out is not repeated, and partners of partners are left out. Rendering whole relation groups instead
+(every fact traversal reached, in the order of the group's best seed) cost BEAM 0.107 complete
+retrieval at 600 tokens against no traversal at all: whole-turn replacement links long
+multi-sentence turns into large groups, whose history displaced seeds and pulled low-ranked seeds
+forward. The full style (the policy prompt) and the no-states ablation still render whole groups.
 """
 
 from __future__ import annotations
@@ -99,72 +101,103 @@ def compact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool 
     return head + "".join(f" [{m}]" for m in marks)
 
 
-_HISTORY = ("superseded", "expired", "retracted")
+def marker_clause(item: EvidenceItem, alias_of: dict[str, str]) -> str:
+    """What a partner named only by its group's marker line is: how it stands, and to which fact."""
+    s = item.state
+    if s.validity == "retracted":
+        return "retracted"
+    if s.superseded_by:
+        return "superseded by " + ", ".join(alias_of.get(i, i) for i in s.superseded_by)
+    if s.conflicts_with:
+        return "conflicts with " + ", ".join(alias_of.get(i, i) for i in s.conflicts_with)
+    return s.validity
 
 
-def is_history(item: EvidenceItem) -> bool:
-    """A partner traversal reached that no longer holds: named by the group's marker, not spelled out."""
-    return not item.seed and item.state.validity in _HISTORY
+def group_marker(items: list[EvidenceItem], alias_of: dict[str, str]) -> str:
+    """One line naming a group's unspelled partners, by clause, in the group's (chronological) order.
 
-
-def history_marker(items: list[EvidenceItem], alias_of: dict[str, str]) -> str:
-    """One line for a group's history partners, by reason, in the group's (chronological) order.
-
-    Partners replaced by the same facts share one clause: ``↳ F2, F3 superseded by F5; F4 expired``.
+    Partners in the same standing share one clause: ``↳ F2, F3 superseded by F5; F4 expired``.
     """
     clauses: dict[str, list[str]] = {}
     for it in items:
-        s = it.state
-        if s.validity == "retracted":
-            why = "retracted"
-        elif s.superseded_by:
-            why = "superseded by " + ", ".join(alias_of.get(i, i) for i in s.superseded_by)
-        else:
-            why = s.validity
-        clauses.setdefault(why, []).append(it.alias)
+        clauses.setdefault(marker_clause(it, alias_of), []).append(it.alias)
     return "↳ " + "; ".join(f"{', '.join(a)} {why}" for why, a in clauses.items())
 
 
+def counterparts(item: EvidenceItem) -> set[str]:
+    """What changes how ``item`` may be used: the facts that replaced it, the other side of its conflict."""
+    return set(item.state.superseded_by) | set(item.state.conflicts_with)
+
+
+def seed_unit(seed: EvidenceItem, by_id: dict[str, EvidenceItem], shown: set[str],
+              order: dict[str, int]) -> tuple[list[EvidenceItem], list[EvidenceItem]]:
+    """The facts to spell out with ``seed`` (it and its counterparts not already ``shown``) and those
+    its marker names (every other end of their relations, not shown), each in bundle order (a
+    group's facts are chronological there)."""
+    spell = {seed.fact.fact_id} | {f for f in counterparts(seed) if f in by_id and f not in shown}
+    ends = {o for f in spell for o in (*by_id[f].state.supersedes, *counterparts(by_id[f]))}
+    name = {f for f in ends - spell - shown if f in by_id}
+    return ([by_id[f] for f in sorted(spell, key=order.__getitem__)],
+            [by_id[f] for f in sorted(name, key=order.__getitem__)])
+
+
 def group_block(items: list[EvidenceItem], alias_of: dict[str, str], with_state: bool,
-                style: Literal["compact", "full"]) -> tuple[list[str], list[str], list[str]]:
-    """Lines of one relation group, the ids spelled out and the ids only named by its marker."""
-    if style == "full" or not with_state:
-        line = compact_line if style == "compact" else fact_line
-        return [line(it, alias_of, with_state) for it in items], [it.fact.fact_id for it in items], []
-    shown = [it for it in items if not is_history(it)]
-    named = [it for it in items if is_history(it)]
-    block = [compact_line(it, alias_of) for it in shown] + ([history_marker(named, alias_of)] if named else [])
-    return block, [it.fact.fact_id for it in shown], [it.fact.fact_id for it in named]
+                style: Literal["compact", "full"]) -> list[str]:
+    """Every line of one relation group (the full style, or no states)."""
+    line = compact_line if style == "compact" else fact_line
+    return [line(it, alias_of, with_state) for it in items]
 
 
 def render_context(bundle: EvidenceBundle, budget: int | None = None, with_state: bool = True,
                    count_tokens: Callable[[str], int] = whitespace_tokens,
                    style: Literal["compact", "full"] = "compact",
                    min_score_ratio: float | None = None) -> RenderedContext:
-    """Whole groups, in the bundle's order (best seed first), while they fit the budget (and, with
-    ``min_score_ratio``, while the group's best seed keeps that share of the top seed's score)."""
+    """Units in order of their best seed while they fit the budget (and, with ``min_score_ratio``,
+    while that seed keeps that share of the top seed's score). A unit is a seed with its counterparts
+    and one marker line (compact style with states), else a whole relation group."""
     alias_of = bundle.alias_of()
-    groups: dict[int, list[EvidenceItem]] = {}
-    for it in bundle.items:
-        groups.setdefault(it.group, []).append(it)
     scores = [it.score for it in bundle.items if it.score is not None]
     floor = max(scores) * min_score_ratio if scores and min_score_ratio else None
     lines: list[str] = []
     included: list[str] = []
-    referenced: list[str] = []
+    named: dict[str, None] = {}
     used, dropped = 0, 0
-    for items in groups.values():
-        best = max((it.score for it in items if it.score is not None), default=None)
+
+    def add(best: float | None, block: list[str], shown: list[str], names: list[str]) -> bool:
+        """Append the unit if it fits; False once the score floor is passed (stop)."""
+        nonlocal used, dropped
         if floor is not None and included and best is not None and best < floor:
-            break  # groups come best seed first: everything after scores lower still
-        block, shown, named = group_block(items, alias_of, with_state, style)
+            return False  # units come best seed first: everything after scores lower still
         cost = sum(count_tokens(b) for b in block)
         if budget is not None and used + cost > budget:
             dropped += 1
-            continue
+            return True
         lines.extend(block)
         included.extend(shown)
-        referenced.extend(named)
+        named.update(dict.fromkeys(names))
         used += cost
-    return RenderedContext(text="\n".join(lines), tokens=used, included=included, referenced=referenced,
-                           dropped_groups=dropped)
+        return True
+
+    if style == "compact" and with_state:
+        by_id = bundle.by_id()
+        order = {it.fact.fact_id: n for n, it in enumerate(bundle.items)}
+        # A bundle built without seeds (an external list of facts) is read in its own order.
+        seeds = [it for it in bundle.items if it.seed] or list(bundle.items)
+        for sd in sorted(seeds, key=lambda it: -(it.score or 0.0)):
+            if sd.fact.fact_id in included:
+                continue  # spelled out as a better seed's counterpart
+            spell, name = seed_unit(sd, by_id, set(included), order)
+            block = [compact_line(it, alias_of) for it in spell] + ([group_marker(name, alias_of)] if name else [])
+            if not add(sd.score, block, [it.fact.fact_id for it in spell], [it.fact.fact_id for it in name]):
+                break
+    else:
+        groups: dict[int, list[EvidenceItem]] = {}
+        for it in bundle.items:
+            groups.setdefault(it.group, []).append(it)
+        for items in groups.values():
+            best = max((it.score for it in items if it.score is not None), default=None)
+            if not add(best, group_block(items, alias_of, with_state, style), [it.fact.fact_id for it in items], []):
+                break
+    shown = set(included)
+    return RenderedContext(text="\n".join(lines), tokens=used, included=included,
+                           referenced=[f for f in named if f not in shown], dropped_groups=dropped)

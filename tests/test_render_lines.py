@@ -83,7 +83,7 @@ def _group_bundle() -> EvidenceBundle:
     return EvidenceBundle(user_id="u", query="q", items=items, explain=Explain(query="q", k=2, seeds=[], added_by_traversal=[]))
 
 
-def test_a_relation_group_costs_its_seeds_its_updates_and_one_marker() -> None:
+def test_a_seed_costs_its_line_its_replacement_and_one_marker() -> None:
     from graph.render import render_context
 
     b = _group_bundle()
@@ -96,7 +96,7 @@ def test_a_relation_group_costs_its_seeds_its_updates_and_one_marker() -> None:
         "[F4] Drinks green tea"]
     assert ctx.included == ["u::f1", "u::f3", "u::f4"] and ctx.referenced == ["u::f2"]
     group_cost = sum(len(line.split()) for line in ctx.text.splitlines()[:3])
-    assert render_context(b, budget=group_cost).included == ["u::f1", "u::f3"]  # still whole or not at all
+    assert render_context(b, budget=group_cost).included == ["u::f1", "u::f3"]  # the unit is whole or not at all
     assert render_context(b, budget=group_cost - 1).included == ["u::f4"]
     # without states (ablation) and in the policy's full style every line is spelled out
     assert len(render_context(b, with_state=False).included) == 4
@@ -104,13 +104,38 @@ def test_a_relation_group_costs_its_seeds_its_updates_and_one_marker() -> None:
     assert "F2" in render_context(b, style="full").text.splitlines()[1]
 
 
-def test_history_marker_groups_partners_by_reason() -> None:
-    from graph.render import history_marker
+def test_group_marker_names_partners_by_their_standing() -> None:
+    from graph.render import group_marker
 
     def item(n: int, **state: object) -> EvidenceItem:
         return EvidenceItem(alias=f"F{n}", fact=Fact(fact_id=f"u::f{n}", user_id="u", statement="x"),
                             state=RelationalState(fact_id=f"u::f{n}", **state), seed=False, group=0)  # type: ignore[arg-type]
 
     items = [item(1, validity="superseded", superseded_by=("u::f5",)), item(2, validity="expired"),
-             item(3, validity="superseded", superseded_by=("u::f5",)), item(4, validity="retracted")]
-    assert history_marker(items, {"u::f5": "F5"}) == "↳ F1, F3 superseded by F5; F2 expired; F4 retracted"
+             item(3, validity="superseded", superseded_by=("u::f5",)), item(4, validity="retracted"),
+             item(6, validity="disputed", conflicts_with=("u::f7",)), item(8, validity="current")]
+    assert group_marker(items, {"u::f5": "F5", "u::f7": "F7"}) == (
+        "↳ F1, F3 superseded by F5; F2 expired; F4 retracted; F6 conflicts with F7; F8 current")
+
+
+def test_a_current_seed_spells_out_its_conflict_but_names_what_it_replaced() -> None:
+    from graph.render import render_context
+    from graph.retrieval import Explain
+
+    def item(n: int, seed: bool, **state: object) -> EvidenceItem:
+        return EvidenceItem(alias=f"F{n}", fact=Fact(fact_id=f"u::f{n}", user_id="u", statement=f"statement {n}"),
+                            state=RelationalState(fact_id=f"u::f{n}", **state),  # type: ignore[arg-type]
+                            seed=seed, score=1.0 if seed else None, group=0)
+
+    # F3 (seed) replaced F1 and F2 and is disputed by F4; F5 replaced F4's own earlier version F6
+    items = [item(1, False, validity="superseded", superseded_by=("u::f3",)),
+             item(2, False, validity="superseded", superseded_by=("u::f3",)),
+             item(3, True, validity="disputed", supersedes=("u::f1", "u::f2"), conflicts_with=("u::f4",)),
+             item(4, False, validity="disputed", conflicts_with=("u::f3",)),
+             item(6, False, validity="superseded", superseded_by=("u::f5",)),
+             item(5, False, validity="current", supersedes=("u::f6",))]
+    b = EvidenceBundle(user_id="u", query="q", items=items, explain=Explain(query="q", k=1, seeds=[], added_by_traversal=[]))
+    ctx = render_context(b)
+    assert ctx.text.splitlines() == ["[F3] statement 3 [conflicts with F4]", "[F4] statement 4 [conflicts with F3]",
+                                     "↳ F1, F2 superseded by F3"]  # F4's own history is a partner's partner
+    assert ctx.included == ["u::f3", "u::f4"] and ctx.referenced == ["u::f1", "u::f2"]
