@@ -11,8 +11,8 @@ seed score falls below that share of the top seed's score, so an easy request ge
 
 An update is never shown without what it replaced, nor a conflict without its other side. In the
 compact style (with states) the unit kept or dropped whole is a seed, best fused score first, with
-its counterparts — the facts that replaced it and the other side of its conflict, spelled out, as
-they change how the seed may be used — and one marker line naming the other ends of their
+its counterparts — the latest fact that replaced it and the latest other side of its conflict,
+spelled out, as they change how the seed may be used — and one marker line naming the other ends of their
 relations (``↳ F2, F3 superseded by F5``: what the seed itself replaced). A fact already spelled
 out is not repeated, and partners of partners are left out. Rendering whole relation groups instead
 (every fact traversal reached, in the order of the group's best seed) cost BEAM 0.107 complete
@@ -110,6 +110,8 @@ def marker_clause(item: EvidenceItem, alias_of: dict[str, str]) -> str:
         return "superseded by " + ", ".join(alias_of.get(i, i) for i in s.superseded_by)
     if s.conflicts_with:
         return "conflicts with " + ", ".join(alias_of.get(i, i) for i in s.conflicts_with)
+    if s.supersedes:
+        return "replaces " + ", ".join(alias_of.get(i, i) for i in s.supersedes)
     return s.validity
 
 
@@ -131,10 +133,15 @@ def counterparts(item: EvidenceItem) -> set[str]:
 
 def seed_unit(seed: EvidenceItem, by_id: dict[str, EvidenceItem], shown: set[str],
               order: dict[str, int]) -> tuple[list[EvidenceItem], list[EvidenceItem]]:
-    """The facts to spell out with ``seed`` (it and its counterparts not already ``shown``) and those
-    its marker names (every other end of their relations, not shown), each in bundle order (a
-    group's facts are chronological there)."""
-    spell = {seed.fact.fact_id} | {f for f in counterparts(seed) if f in by_id and f not in shown}
+    """The facts to spell out with ``seed`` (it, and for each side — what replaced it, what it
+    conflicts with — the latest fact of that side unless one is already ``shown``) and those its
+    marker names (every other end of their relations, not shown), each in bundle order (a group's
+    facts are chronological there)."""
+    spell = {seed.fact.fact_id}
+    for side in (seed.state.superseded_by, seed.state.conflicts_with):
+        have = [f for f in side if f in by_id]
+        if have and not shown.intersection(have):  # one of a side is enough: the latest (a later
+            spell.add(max(have, key=order.__getitem__))  # turn's sentences each replace the old one)
     ends = {o for f in spell for o in (*by_id[f].state.supersedes, *counterparts(by_id[f]))}
     name = {f for f in ends - spell - shown if f in by_id}
     return ([by_id[f] for f in sorted(spell, key=order.__getitem__)],

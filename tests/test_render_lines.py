@@ -139,3 +139,21 @@ def test_a_current_seed_spells_out_its_conflict_but_names_what_it_replaced() -> 
     assert ctx.text.splitlines() == ["[F3] statement 3 [conflicts with F4]", "[F4] statement 4 [conflicts with F3]",
                                      "↳ F1, F2 superseded by F3"]  # F4's own history is a partner's partner
     assert ctx.included == ["u::f3", "u::f4"] and ctx.referenced == ["u::f1", "u::f2"]
+
+
+def test_a_seed_replaced_by_several_sentences_spells_out_the_latest_and_names_the_rest() -> None:
+    from graph.render import render_context
+    from graph.retrieval import Explain
+
+    def item(n: int, seed: bool, **state: object) -> EvidenceItem:
+        return EvidenceItem(alias=f"F{n}", fact=Fact(fact_id=f"u::f{n}", user_id="u", statement=f"statement {n}"),
+                            state=RelationalState(fact_id=f"u::f{n}", **state),  # type: ignore[arg-type]
+                            seed=seed, score=1.0 if seed else None, group=0)
+
+    items = [item(1, True, validity="superseded", superseded_by=("u::f2", "u::f3")),
+             item(2, False, validity="current", supersedes=("u::f1",)),
+             item(3, False, validity="current", supersedes=("u::f1",))]
+    b = EvidenceBundle(user_id="u", query="q", items=items, explain=Explain(query="q", k=1, seeds=[], added_by_traversal=[]))
+    ctx = render_context(b)
+    assert ctx.text.splitlines() == ["[F1] statement 1 [superseded by F2, F3]", "[F3] statement 3", "↳ F2 replaces F1"]
+    assert ctx.included == ["u::f1", "u::f3"] and ctx.referenced == ["u::f2"]
