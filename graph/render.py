@@ -18,7 +18,8 @@ out is not repeated, and partners of partners are left out. Rendering whole rela
 (every fact traversal reached, in the order of the group's best seed) cost BEAM 0.107 complete
 retrieval at 600 tokens against no traversal at all: whole-turn replacement links long
 multi-sentence turns into large groups, whose history displaced seeds and pulled low-ranked seeds
-forward. The full style (the policy prompt) and the no-states ablation still render whole groups.
+forward. The full style (the policy prompt), the no-states ablation and a context without a budget
+still render whole groups.
 """
 
 from __future__ import annotations
@@ -185,7 +186,7 @@ def render_context(bundle: EvidenceBundle, budget: int | None = None, with_state
         used += cost
         return True
 
-    if style == "compact" and with_state:
+    if style == "compact" and with_state and budget is not None:  # no budget: nothing to save, every line
         by_id = bundle.by_id()
         order = {it.fact.fact_id: n for n, it in enumerate(bundle.items)}
         # A bundle built without seeds (an external list of facts) is read in its own order.

@@ -87,7 +87,8 @@ def test_a_seed_costs_its_line_its_replacement_and_one_marker() -> None:
     from graph.render import render_context
 
     b = _group_bundle()
-    ctx = render_context(b)
+    ctx = render_context(b, budget=600)
+    assert len(render_context(b).included) == 4  # without a budget every line is spelled out
     # the replaced seed and its (non-seed) update are spelled out; the other replaced fact is named only
     assert ctx.text.splitlines() == [
         "[F1] Runs five kilometres every morning before work [superseded by F3]",
@@ -135,7 +136,7 @@ def test_a_current_seed_spells_out_its_conflict_but_names_what_it_replaced() -> 
              item(6, False, validity="superseded", superseded_by=("u::f5",)),
              item(5, False, validity="current", supersedes=("u::f6",))]
     b = EvidenceBundle(user_id="u", query="q", items=items, explain=Explain(query="q", k=1, seeds=[], added_by_traversal=[]))
-    ctx = render_context(b)
+    ctx = render_context(b, budget=600)
     assert ctx.text.splitlines() == ["[F3] statement 3 [conflicts with F4]", "[F4] statement 4 [conflicts with F3]",
                                      "↳ F1, F2 superseded by F3"]  # F4's own history is a partner's partner
     assert ctx.included == ["u::f3", "u::f4"] and ctx.referenced == ["u::f1", "u::f2"]
@@ -154,6 +155,6 @@ def test_a_seed_replaced_by_several_sentences_spells_out_the_latest_and_names_th
              item(2, False, validity="current", supersedes=("u::f1",)),
              item(3, False, validity="current", supersedes=("u::f1",))]
     b = EvidenceBundle(user_id="u", query="q", items=items, explain=Explain(query="q", k=1, seeds=[], added_by_traversal=[]))
-    ctx = render_context(b)
+    ctx = render_context(b, budget=600)
     assert ctx.text.splitlines() == ["[F1] statement 1 [superseded by F2, F3]", "[F3] statement 3", "↳ F2 replaces F1"]
     assert ctx.included == ["u::f1", "u::f3"] and ctx.referenced == ["u::f2"]
