@@ -6,11 +6,20 @@ which), expired, retracted, scoped; a current fact carries nothing, so a relatio
 facts plus one marker. ``full`` (the policy prompt the learned policies were trained on): every
 line spells validity, relations, scope and kind.
 
-Adaptive depth: with ``min_score_ratio`` the renderer also stops at the first group whose best fused
+Adaptive depth: with ``min_score_ratio`` the renderer also stops at the first unit whose best fused
 seed score falls below that share of the top seed's score, so an easy request gets a short context.
 
-Facts joined by SUPERSEDES/CONFLICTS_WITH form a group that is kept or dropped whole: an update
-shown without what it replaced (or a conflict without its other side) misleads more than it helps.
+An update is never shown without what it replaced, nor a conflict without its other side. In the
+compact style (with states) the unit kept or dropped whole is a seed, best fused score first, with
+its counterparts — the latest fact that replaced it and the latest other side of its conflict,
+spelled out, as they change how the seed may be used — and one marker line naming the other ends of their
+relations (``↳ F2, F3 superseded by F5``: what the seed itself replaced). A fact already spelled
+out is not repeated, and partners of partners are left out. Rendering whole relation groups instead
+(every fact traversal reached, in the order of the group's best seed) cost BEAM 0.107 complete
+retrieval at 600 tokens against no traversal at all: whole-turn replacement links long
+multi-sentence turns into large groups, whose history displaced seeds and pulled low-ranked seeds
+forward. The full style (the policy prompt), the no-states ablation and a context without a budget
+still render whole groups.
 """
 
 from __future__ import annotations
@@ -30,7 +39,9 @@ def whitespace_tokens(text: str) -> int:
 class RenderedContext(BaseModel):
     text: str
     tokens: int
-    included: list[str] = Field(description="fact ids in the context")
+    included: list[str] = Field(description="fact ids whose statement is in the context")
+    referenced: list[str] = Field(default_factory=list, description=(
+        "fact ids named only by a group's marker line (superseded, expired or retracted partners)"))
     dropped_groups: int = 0
 
 
@@ -91,32 +102,110 @@ def compact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool 
     return head + "".join(f" [{m}]" for m in marks)
 
 
+def marker_clause(item: EvidenceItem, alias_of: dict[str, str]) -> str:
+    """What a partner named only by its group's marker line is: how it stands, and to which fact."""
+    s = item.state
+    if s.validity == "retracted":
+        return "retracted"
+    if s.superseded_by:
+        return "superseded by " + ", ".join(alias_of.get(i, i) for i in s.superseded_by)
+    if s.conflicts_with:
+        return "conflicts with " + ", ".join(alias_of.get(i, i) for i in s.conflicts_with)
+    if s.supersedes:
+        return "replaces " + ", ".join(alias_of.get(i, i) for i in s.supersedes)
+    return s.validity
+
+
+def group_marker(items: list[EvidenceItem], alias_of: dict[str, str]) -> str:
+    """One line naming a group's unspelled partners, by clause, in the group's (chronological) order.
+
+    Partners in the same standing share one clause: ``↳ F2, F3 superseded by F5; F4 expired``.
+    """
+    clauses: dict[str, list[str]] = {}
+    for it in items:
+        clauses.setdefault(marker_clause(it, alias_of), []).append(it.alias)
+    return "↳ " + "; ".join(f"{', '.join(a)} {why}" for why, a in clauses.items())
+
+
+def counterparts(item: EvidenceItem) -> set[str]:
+    """What changes how ``item`` may be used: the facts that replaced it, the other side of its conflict."""
+    return set(item.state.superseded_by) | set(item.state.conflicts_with)
+
+
+def seed_unit(seed: EvidenceItem, by_id: dict[str, EvidenceItem], shown: set[str],
+              order: dict[str, int]) -> tuple[list[EvidenceItem], list[EvidenceItem]]:
+    """The facts to spell out with ``seed`` (it, and for each side — what replaced it, what it
+    conflicts with — the latest fact of that side unless one is already ``shown``) and those its
+    marker names (every other end of their relations, not shown), each in bundle order (a group's
+    facts are chronological there)."""
+    spell = {seed.fact.fact_id}
+    for side in (seed.state.superseded_by, seed.state.conflicts_with):
+        have = [f for f in side if f in by_id]
+        if have and not shown.intersection(have):  # one of a side is enough: the latest (a later
+            spell.add(max(have, key=order.__getitem__))  # turn's sentences each replace the old one)
+    ends = {o for f in spell for o in (*by_id[f].state.supersedes, *counterparts(by_id[f]))}
+    name = {f for f in ends - spell - shown if f in by_id}
+    return ([by_id[f] for f in sorted(spell, key=order.__getitem__)],
+            [by_id[f] for f in sorted(name, key=order.__getitem__)])
+
+
+def group_block(items: list[EvidenceItem], alias_of: dict[str, str], with_state: bool,
+                style: Literal["compact", "full"]) -> list[str]:
+    """Every line of one relation group (the full style, or no states)."""
+    line = compact_line if style == "compact" else fact_line
+    return [line(it, alias_of, with_state) for it in items]
+
+
 def render_context(bundle: EvidenceBundle, budget: int | None = None, with_state: bool = True,
                    count_tokens: Callable[[str], int] = whitespace_tokens,
                    style: Literal["compact", "full"] = "compact",
                    min_score_ratio: float | None = None) -> RenderedContext:
-    """Whole groups, in the bundle's order (best seed first), while they fit the budget (and, with
-    ``min_score_ratio``, while the group's best seed keeps that share of the top seed's score)."""
+    """Units in order of their best seed while they fit the budget (and, with ``min_score_ratio``,
+    while that seed keeps that share of the top seed's score). A unit is a seed with its counterparts
+    and one marker line (compact style with states), else a whole relation group."""
     alias_of = bundle.alias_of()
-    groups: dict[int, list[EvidenceItem]] = {}
-    for it in bundle.items:
-        groups.setdefault(it.group, []).append(it)
-    line = compact_line if style == "compact" else fact_line
     scores = [it.score for it in bundle.items if it.score is not None]
     floor = max(scores) * min_score_ratio if scores and min_score_ratio else None
     lines: list[str] = []
     included: list[str] = []
+    named: dict[str, None] = {}
     used, dropped = 0, 0
-    for items in groups.values():
-        best = max((it.score for it in items if it.score is not None), default=None)
+
+    def add(best: float | None, block: list[str], shown: list[str], names: list[str]) -> bool:
+        """Append the unit if it fits; False once the score floor is passed (stop)."""
+        nonlocal used, dropped
         if floor is not None and included and best is not None and best < floor:
-            break  # groups come best seed first: everything after scores lower still
-        block = [line(it, alias_of, with_state) for it in items]
+            return False  # units come best seed first: everything after scores lower still
         cost = sum(count_tokens(b) for b in block)
         if budget is not None and used + cost > budget:
             dropped += 1
-            continue
+            return True
         lines.extend(block)
-        included.extend(it.fact.fact_id for it in items)
+        included.extend(shown)
+        named.update(dict.fromkeys(names))
         used += cost
-    return RenderedContext(text="\n".join(lines), tokens=used, included=included, dropped_groups=dropped)
+        return True
+
+    if style == "compact" and with_state and budget is not None:  # no budget: nothing to save, every line
+        by_id = bundle.by_id()
+        order = {it.fact.fact_id: n for n, it in enumerate(bundle.items)}
+        # A bundle built without seeds (an external list of facts) is read in its own order.
+        seeds = [it for it in bundle.items if it.seed] or list(bundle.items)
+        for sd in sorted(seeds, key=lambda it: -(it.score or 0.0)):
+            if sd.fact.fact_id in included:
+                continue  # spelled out as a better seed's counterpart
+            spell, name = seed_unit(sd, by_id, set(included), order)
+            block = [compact_line(it, alias_of) for it in spell] + ([group_marker(name, alias_of)] if name else [])
+            if not add(sd.score, block, [it.fact.fact_id for it in spell], [it.fact.fact_id for it in name]):
+                break
+    else:
+        groups: dict[int, list[EvidenceItem]] = {}
+        for it in bundle.items:
+            groups.setdefault(it.group, []).append(it)
+        for items in groups.values():
+            best = max((it.score for it in items if it.score is not None), default=None)
+            if not add(best, group_block(items, alias_of, with_state, style), [it.fact.fact_id for it in items], []):
+                break
+    shown = set(included)
+    return RenderedContext(text="\n".join(lines), tokens=used, included=included,
+                           referenced=[f for f in named if f not in shown], dropped_groups=dropped)

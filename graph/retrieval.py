@@ -24,7 +24,7 @@ from graph.evidence import EvidenceItem as EvidenceItem
 from graph.evidence import Explain as Explain
 from graph.evidence import SeedHit as SeedHit
 from graph.models import Fact, Relation, RelationalState, utcnow
-from graph.routes.index import RouteIndex
+from graph.routes.index import InformationMeasure, RouteIndex
 from graph.routes.rank import DEFAULT_ROUTE_WEIGHTS, ROUTES, RouteContext, RouteName
 from graph.rules import derive_state
 from graph.store import GraphStore, Subgraph
@@ -58,6 +58,14 @@ class RetrievalConfig(BaseModel):
         "like 'It was so fun!' lands close to any request naming its speaker, yet tells nothing. Off by "
         "default: at 0.55 (LoCoMo +0.005 complete) it also pushed a terse, specific fact ('Is "
         "vegetarian') out of the top 2 for 'What should I cook for dinner?' with MiniLM."))
+    feedback_weight: float = Field(default=0.0, ge=0, description=(
+        "Fusion weight of a second-hop dense pass from the request moved toward the first pass's best "
+        "seeds (0 = off): multi-hop questions need several facts about one subject, and the ones that "
+        "do not share the request's words share the seeds' subject."))
+    feedback_seeds: int = Field(default=5, ge=1, description="Best first-pass seeds the second hop starts from.")
+    information_measure: InformationMeasure = Field(default="sum", description=(
+        "What ``min_information`` compares: the summed IDF of a fact's content words ('sum') or the IDF "
+        "of its rarest one ('max', which does not starve terse, specific facts)."))
     session_redundancy: float = Field(default=1.0, gt=0, le=1, description=(
         "Fused-score factor per better-ranked seed from the same session (1 = off): evidence that spans "
         "sessions (multi-hop questions) is not crowded out by one session's near-duplicates."))
@@ -148,7 +156,15 @@ def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] 
         hits[name] = ctx.run(name)
         ms[f"route_{name}"] = (time.perf_counter() - t) * 1e3
     holder_of = {fid: index.facts[fid].holder for lst in hits.values() for fid, _, _ in lst}
-    return fuse_routes(hits, cfg, holder_of, index.facts, content_prior(index, holder_of, cfg)), ms
+    seeds = fuse_routes(hits, cfg, holder_of, index.facts, content_prior(index, holder_of, cfg))
+    if cfg.feedback_weight > 0 and seeds:
+        t = time.perf_counter()
+        hits["feedback"] = ctx.feedback([index.row[s.fact_id] for s in seeds[: cfg.feedback_seeds]])
+        ms["route_feedback"] = (time.perf_counter() - t) * 1e3
+        holder_of |= {fid: index.facts[fid].holder for fid, _, _ in hits["feedback"]}
+        fcfg = cfg.model_copy(update={"route_weights": {"feedback": cfg.feedback_weight} | cfg.route_weights})
+        seeds = fuse_routes(hits, fcfg, holder_of, index.facts, content_prior(index, holder_of, cfg))
+    return seeds, ms
 
 
 def content_prior(index: RouteIndex, candidates: Mapping[str, object], cfg: RetrievalConfig) -> dict[str, float]:
@@ -157,10 +173,11 @@ def content_prior(index: RouteIndex, candidates: Mapping[str, object], cfg: Retr
     out: dict[str, float] = {}
     if cfg.question_weight >= 1 and cfg.min_information <= 0:
         return out
+    info = index.information(cfg.information_measure) if cfg.min_information > 0 else None
     for fid in candidates:
         w = cfg.question_weight if index.facts[fid].statement.rstrip().endswith("?") else 1.0
-        if cfg.min_information > 0 and len(index.information):
-            w *= min(1.0, float(index.information[index.row[fid]]) / cfg.min_information)
+        if info is not None and len(info):
+            w *= min(1.0, float(info[index.row[fid]]) / cfg.min_information)
         if w < 1.0:
             out[fid] = w
     return out

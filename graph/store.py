@@ -53,6 +53,9 @@ class GraphStore(Protocol):
     """Storage seam. Every method is scoped to one user and takes values as parameters."""
 
     name: str
+    # True where ``version_token`` is a server round trip (Neo4j): the route index cache then runs the
+    # seed routes on its cached index while that read is in flight (graph/routes/index.py: use).
+    remote_version_token: bool
 
     def setup(self) -> None:
         """Create constraints and indexes (idempotent)."""

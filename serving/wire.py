@@ -162,7 +162,8 @@ class EvidenceView(BaseModel):
     observed_at: str | None = None
     seed: bool
     score: float | None = None
-    in_context: bool = Field(description="False when the token budget dropped its group.")
+    in_context: bool = Field(description="Its statement is in the context: False when the token budget "
+                            "dropped it, or when only a marker line names it (a fact that a seed replaced).")
 
 
 class AnswerResult(BaseModel):

@@ -72,6 +72,12 @@ def test_information_leaves_out_the_holder_and_discounts_empty_lines() -> None:
     full = Fact(fact_id="p", user_id="u", statement="Melanie: signed up for a pottery class", holder="Melanie")
     assert information_of(empty, idf) == 2.0  # 'fun' only: the name and function words say nothing
     assert information_of(full, idf) == 5.0 + 3.0 + max(idf.values()) * 2  # 'signed', 'up' unseen: rarest
+    terse = Fact(fact_id="v", user_id="u", statement="Is vegetarian")
+    idf |= {"vegetarian": 4.0, "works": 1.5, "night": 1.5, "shifts": 1.5, "hospital": 1.5}
+    busy = Fact(fact_id="n", user_id="u", statement="Works night shifts at the hospital")
+    assert information_of(terse, idf) < information_of(busy, idf)  # a sum starves the terse, specific line
+    assert information_of(terse, idf, "max") == 4.0 > information_of(busy, idf, "max") == 1.5
+    assert information_of(empty, idf, "max") == 2.0
     hits = {"fact_dense": [("e", 0.9, 1), ("p", 0.8, 2)]}
     assert [h.fact_id for h in fuse_routes(hits, RetrievalConfig(k=2), {})] == ["e", "p"]
     assert [h.fact_id for h in fuse_routes(hits, RetrievalConfig(k=2), {}, prior={"e": 0.2})] == ["p", "e"]
@@ -93,6 +99,10 @@ def test_memory_retrieve_explains_routes_and_respects_allowed_ids(tmp_path: Path
     b3 = mem.retrieve("maya", "beach trips", routes=("fact_bm25",))
     assert all(set(s.routes) == {"fact_bm25"} for s in b3.explain.seeds)
     assert store.version_token("maya") == token  # reads do not move the token
+    assert mem.routes._d["maya"]._information == {}  # only a config with min_information reads it
+    mem.retrieval = mem.retrieval.model_copy(update={"min_information": 0.5, "information_measure": "max"})
+    mem.retrieve("maya", "beach trips")
+    assert set(mem.routes._d["maya"]._information) == {"max"}
     store.close()
 
 

@@ -251,6 +251,8 @@ class EmbeddedStore:
         self._rows(Q.DELETE_CONCEPTS, list(cs.concepts_delete), u)
 
     # -- retrieval reads --
+    remote_version_token = False  # an in-process counter: nothing to overlap
+
     def version_token(self, user_id: str) -> str:
         return f"{self._nonce}:{self._writes.get(user_id, 0)}"
 

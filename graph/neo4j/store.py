@@ -215,16 +215,17 @@ class Neo4jStore:
         # The one server round trip of a warmed retrieve, so an auto-commit run (RUN and PULL
         # pipelined: one round trip) instead of execute_query's managed transaction (BEGIN/RUN/PULL,
         # then COMMIT). Same bookmarks as execute_query, so reads stay causally after our writes.
+        row: Any
         try:
             with self._driver.session(database=self._db, default_access_mode=self._neo4j.READ_ACCESS,
                                       bookmark_manager=self._driver.execute_query_bookmark_manager) as s:
                 row = s.run(Q.CACHE_TOKEN, u=user_id).single()
-            return f"{row['v']}:{row['e']}" if row else "none"
         except (self._neo4j.exceptions.TransientError, self._neo4j.exceptions.SessionExpired,
                 self._neo4j.exceptions.ServiceUnavailable):
             # auto-commit runs are not retried by the driver; execute_query is
             rows = self._read(Q.CACHE_TOKEN, u=user_id)
-            return f"{rows[0]['v']}:{rows[0]['e']}" if rows else "none"
+            row = rows[0] if rows else None
+        return f"{row['v']}:{row['e']}" if row else "none"
 
     def _embeddings(self, user_id: str) -> tuple[list[str], np.ndarray | None]:
         """This user's normalized embedding matrix, cached per user and checked on every search.

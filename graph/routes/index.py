@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 import numpy as np
 
@@ -58,12 +58,19 @@ def entities_of(text: str) -> set[str]:
     return {w.lower() for w in _CAP.findall(text) if w.lower() not in _NOT_ENTITY}
 
 
-def information_of(f: Fact, idf: dict[str, float]) -> float:
-    """Summed IDF of the statement's distinct content words, without its holder's name (a word
-    unseen by ``idf`` counts as the rarest seen)."""
+# "sum": summed IDF of the distinct content words (how much a line says; starves terse, specific
+# lines: "Is vegetarian" sums less than "Works night shifts at the hospital"); "max": the IDF of the
+# rarest content word (how specific its most specific word is: "vegetarian" beats "fun").
+InformationMeasure = Literal["sum", "max"]
+
+
+def information_of(f: Fact, idf: dict[str, float], measure: InformationMeasure = "sum") -> float:
+    """IDF of the statement's distinct content words, summed or the largest (``measure``), without
+    its holder's name (a word unseen by ``idf`` counts as the rarest seen)."""
     top = max(idf.values(), default=1.0)
     holder = set(tokenize(f.holder)) if f.holder not in ("", "user") else set()
-    return float(sum(idf.get(w, top) for w in set(tokenize(f.statement)) - holder))
+    vals = [idf.get(w, top) for w in set(tokenize(f.statement)) - holder]
+    return float(sum(vals) if measure == "sum" else max(vals, default=0.0))
 
 
 def fact_time(f: Fact) -> datetime | None:
@@ -101,10 +108,21 @@ class RouteIndex:
     # that refers back ("the situation we discussed") can be resolved to the latest turn (context.py).
     turn_role: list[str] = field(default_factory=list)
     turn_recency: list[tuple[float, int]] = field(default_factory=list)
-    # Per row: the summed IDF of the statement's distinct content words, its holder's name left out,
-    # over the user's median (how much a fact says; "It was so fun!" says little however close its
-    # vector lands).
-    information: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # Per row, computed on first use (only a config with ``min_information`` reads it): see information.
+    _information: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    def information(self, measure: InformationMeasure = "sum") -> np.ndarray:
+        """Per row: how much the statement says (``information_of``), its holder's name left out, over
+        the user's median ("It was so fun!" says little however close its vector lands). Computed once
+        per index and measure; a concurrent first use computes it twice, harmlessly."""
+        got = self._information.get(measure)
+        if got is None:
+            got = np.asarray([information_of(self.facts[i], self.fbm25.idf, measure) for i in self.ids],
+                             dtype=np.float64)
+            if len(got):  # as a share of this user's median fact: IDF scales with how many facts there are
+                got /= max(float(np.median(got)), 1e-9)
+            self._information[measure] = got
+        return got
 
 
 def _norm(m: np.ndarray) -> np.ndarray:
@@ -180,16 +198,13 @@ def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: st
         relations_of.setdefault(rel.dst, []).append(rel)
     paths = {c: snap.concept_path(c) for c in set(snap.fact_concept.values())}
     fbm25 = BM25(rtexts)
-    information = np.asarray([information_of(facts[i], fbm25.idf) for i in ids], dtype=np.float64)
-    if len(information):  # as a share of this user's median fact: IDF scales with how many facts there are
-        information /= max(float(np.median(information)), 1e-9)
     return RouteIndex(user_id=snap.user_id, token=token, facts=facts, ids=ids, fmat=fmat, fbm25=fbm25,
                       holder=[facts[i].holder for i in ids], turn_ids=[t[0] for t in turns], tmat=tmat,
                       tbm25=BM25(ttexts), turn_facts=turn_facts,
                       turn_rows=[turn_facts[t[0]] for t in turns], entity_rows=entity_rows, times=times,
                       concept_rows=concept_rows, concept_ids=concept_ids, cmat=cmat, latest=max(obs) if obs else None,
                       row=row, relations_of=relations_of, concept_of=dict(snap.fact_concept),
-                      concept_paths={f: paths[c] for f, c in snap.fact_concept.items()}, information=information,
+                      concept_paths={f: paths[c] for f, c in snap.fact_concept.items()},
                       turn_role=[t[1] for t in turns],
                       turn_recency=[_turn_recency(t[0], turn_facts[t[0]], ids, facts, turn_when) for t in turns])
 
@@ -251,7 +266,7 @@ class RouteIndexCache:
         """
         with self._lock:
             hit = self._d.get(user_id)
-        if hit is None or not getattr(store, "remote_version_token", False):
+        if hit is None or not store.remote_version_token:
             return fn(self.get(store, user_id))
         pending = self._version_read(store, user_id)
         try:

@@ -167,6 +167,16 @@ class RouteContext:
     def context(self) -> list[Hit]:
         return context_hits(self.idx, self.referent, self.allowed, self.n)
 
+    def feedback(self, rows: list[int]) -> list[Hit]:
+        """Second hop (pseudo-relevance feedback): facts nearest the request moved toward the first
+        pass's best seeds (``rows``), so a question that needs several facts about one person or topic
+        reaches the ones that share the seeds' subject but not the request's words."""
+        if self.qv is None or self.idx.fmat is None or not rows:
+            return []
+        v = self.qv + self.idx.fmat[rows].mean(axis=0)
+        s = _masked(self.idx.fmat @ (v / (np.linalg.norm(v) + 1e-12)), self.allowed)
+        return [(self.idx.ids[r], float(s[r]), k) for k, r in enumerate(_top(s, self.n), start=1)]
+
     def run(self, name: RouteName) -> list[Hit]:
         fn: Callable[[], list[Hit]] = getattr(self, name)
         return fn()
