@@ -224,3 +224,20 @@ def test_llm_schema_uses_the_relation_model_labels() -> None:
 
     assert set(get_args(adjudicate_v2.FactLabel.model_fields["label"].annotation)) == set(LABELS)
     assert adjudicate_v2.VERSION == "adjudicate-v2"
+
+
+def test_pair_projection_is_part_of_the_artefact(tmp_path: Path) -> None:
+    """``pair_dims``: the pair-vector block is projected onto its top principal axes inside the model, so
+    callers still pass the raw (structural + pair) row, and the projection survives save/load."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((300, 3 + 20)).astype(np.float32)
+    y = (X[:, 0] + X[:, 3] > 0.5).astype(np.int64)
+    m = fit(X, y, FitParams(epochs=150, lr=0.05, pair_dims=4, pair_cols=20))
+    assert m.proj is not None and m.proj.shape == (20, 4) and m.mean.shape == (7,) and m.n_features == 23
+    assert np.array_equal(m.predict_proba(X), fit(X, y, FitParams(epochs=150, lr=0.05, pair_dims=4, pair_cols=20)).predict_proba(X))
+    m.manifest = {"labels": list(LABELS), "config": {"pair_embedding": True}}
+    m.save(tmp_path, "p")
+    back = RelationModel.load(tmp_path, "p")
+    assert np.allclose(back.predict_proba(X), m.predict_proba(X), atol=1e-6)
+    with pytest.raises(ValueError):
+        back.predict_proba(X[:, :7])

@@ -34,6 +34,8 @@ class RelationModelConfig(BaseModel):
     lr: float = Field(default=0.02, gt=0, description="Adam learning rate.")
     l2: float = Field(default=1e-3, ge=0, description="L2 penalty on the weights.")
     balance: float = Field(default=0.5, ge=0, le=1, description="Class weight = (1/frequency)^balance (0 = none).")
+    pair_dims: int = Field(default=0, ge=0, le=768, description="With pair_embedding: project the pair vectors onto "
+                           "their top principal axes (0 = keep all 2 x 384 columns).")
 
 
 class RelationTrainConfig(BaseModel):
@@ -48,6 +50,13 @@ class RelationTrainConfig(BaseModel):
     locomo: str | None = Field(default="../shared/data/locomo", description="LoCoMo dev file or folder (negatives).")
     locomo_max_pairs: int = Field(default=3000, ge=0, description="Cap on LoCoMo negative pairs.")
     locomo_sessions: int = Field(default=4, ge=1, description="Sessions per LoCoMo conversation used for negatives.")
+    locomo_skip_sessions: int = Field(default=0, ge=0, description="First sessions of each LoCoMo conversation never "
+                                      "used (the LoCoMo edge audit reads sessions 1-10).")
+    locomo_shift_pairs: int = Field(default=0, ge=0, description="After the LoCoMo cap, up to this many more pairs whose "
+                                    "newer statement says now / lately / these days (elaborations, not changes).")
+    memsyco_continuations: bool = Field(default=False, description="Label as unrelated every pair of the no-change "
+                                        "MemSyco files (personalized use, scope) and every valid-memory pair whose "
+                                        "older side is in no turn the change replaces.")
     synthetic_n: int = Field(default=1500, ge=0, description="Synthetic dialogues (training_data/relations_synthetic.py).")
     min_similarity: float = Field(default=0.30, description="Candidate partners: cosine at/above this (as resolve).")
     max_candidates: int = Field(default=12, ge=1, description="Candidate partners per fact, closest first.")
@@ -77,8 +86,10 @@ def _in_val(group: str, seed: int, frac: float) -> bool:
     return h < frac
 
 
-_SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n"}, "memsyco": {"memsyco_root", "memsyco_max_rows", "memsyco_heldout"},
-                  "locomo": {"locomo", "locomo_max_pairs", "locomo_sessions"}}
+_SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n"},
+                  "memsyco": {"memsyco_root", "memsyco_max_rows", "memsyco_heldout", "memsyco_continuations"},
+                  "locomo": {"locomo", "locomo_max_pairs", "locomo_sessions", "locomo_skip_sessions",
+                             "locomo_shift_pairs"}}
 
 
 def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
@@ -108,12 +119,14 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
         if name == "synthetic" and cfg.synthetic_n:
             ps = synthetic_pairs(cfg.synthetic_n, cfg.seed, *a)
         elif name == "memsyco" and cfg.memsyco_root:
-            ps = memsyco_pairs(cfg.memsyco_root, *a, max_rows=cfg.memsyco_max_rows, heldout=cfg.memsyco_heldout)
+            ps = memsyco_pairs(cfg.memsyco_root, *a, max_rows=cfg.memsyco_max_rows, heldout=cfg.memsyco_heldout,
+                               continuations=cfg.memsyco_continuations)
         elif name == "locomo" and cfg.locomo and cfg.locomo_max_pairs:
             loc = Path(cfg.locomo)
             path = loc / "locomo10.json" if loc.is_dir() else loc
             if path.is_file():
-                ps = locomo_pairs(path, *a, max_pairs=cfg.locomo_max_pairs, max_sessions=cfg.locomo_sessions)
+                ps = locomo_pairs(path, *a, max_pairs=cfg.locomo_max_pairs, max_sessions=cfg.locomo_sessions,
+                                  skip_sessions=cfg.locomo_skip_sessions, max_shift_pairs=cfg.locomo_shift_pairs)
         arrs = _arrays(ps, len(STRUCT_NAMES) + 2 * int(emb.dim))
         arrs.update(hash=np.asarray(data_hash(ps)), key=np.asarray(key))
         np.savez_compressed(cache, **arrs)  # type: ignore[arg-type]
@@ -141,8 +154,10 @@ def _cols(X: np.ndarray, m: RelationModelConfig) -> np.ndarray:
     return X if m.pair_embedding else X[:, : len(STRUCT_NAMES)]
 
 
-def _params(m: RelationModelConfig, seed: int) -> FitParams:
-    return FitParams(hidden=m.hidden, epochs=m.epochs, lr=m.lr, l2=m.l2, seed=seed, balance=m.balance)
+def _params(m: RelationModelConfig, seed: int, width: int = 0) -> FitParams:
+    pair_cols = width - len(STRUCT_NAMES) if m.pair_embedding and m.pair_dims else 0
+    return FitParams(hidden=m.hidden, epochs=m.epochs, lr=m.lr, l2=m.l2, seed=seed, balance=m.balance,
+                     pair_dims=m.pair_dims if pair_cols > 0 else 0, pair_cols=max(0, pair_cols))
 
 
 def kfold(X: np.ndarray, y: np.ndarray, groups: np.ndarray, is_ms: np.ndarray, train_mask: np.ndarray,
@@ -156,7 +171,7 @@ def kfold(X: np.ndarray, y: np.ndarray, groups: np.ndarray, is_ms: np.ndarray, t
     for f in range(k):
         held = np.array([bool(a and b and fold_of.get(g) == f) for g, a, b in zip(groups, is_ms, train_mask)])
         tr = train_mask & ~held
-        model = fit(_cols(X[tr], m), y[tr], _params(m, seed))
+        model = fit(_cols(X[tr], m), y[tr], _params(m, seed, X.shape[1]))
         ms_tr = tr & is_ms
         s_tr = scores(y[ms_tr], model.predict_proba(_cols(X[ms_tr], m)).argmax(1))
         s_ho = scores(y[held], model.predict_proba(_cols(X[held], m)).argmax(1))
@@ -204,7 +219,7 @@ def train_relations(cfg: RelationTrainConfig) -> RelationTrainResult:
         step[0] += 1
         log({"phase": "final", "step": row["epoch"], "train_loss": row["train_loss"]})
 
-    model = fit(_cols(X[train_mask], cfg.model), y[train_mask], _params(cfg.model, cfg.seed), epoch_log)
+    model = fit(_cols(X[train_mask], cfg.model), y[train_mask], _params(cfg.model, cfg.seed, X.shape[1]), epoch_log)
     vs = scores(y[val], model.predict_proba(_cols(X[val], cfg.model)).argmax(1)) if val.any() else {}
     log({"phase": "validation", **vs})
     model.manifest = {
