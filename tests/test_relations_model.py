@@ -241,3 +241,23 @@ def test_pair_projection_is_part_of_the_artefact(tmp_path: Path) -> None:
     assert np.allclose(back.predict_proba(X), m.predict_proba(X), atol=1e-6)
     with pytest.raises(ValueError):
         back.predict_proba(X[:, :7])
+
+
+def test_rows_sharing_a_persona_sentence_fold_together() -> None:
+    """k-fold protocol: MemSyco rows reuse a persona's sentences, so rows sharing a (rare) sentence form one
+    cluster that sits in one fold; boilerplate found in more than ``max_rows`` rows joins nothing."""
+    from training_data.relations_train import kfold, RelationModelConfig, text_clusters
+
+    groups = np.array(["r1", "r1", "r2", "r3", "r4", "r5"])
+    new = np.array(["a", "b", "a", "c", "boiler", "boiler"])
+    old = np.array(["x", "y", "z", "boiler", "w", "v"])
+    units = text_clusters(groups, new, old, np.ones(6, bool), max_rows=2)
+    assert units["r1"] == units["r2"] == "r1"                   # share "a"
+    assert len({units["r3"], units["r4"], units["r5"]}) == 3     # "boiler" is in 3 rows: joins nothing
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((6, 3)).astype(np.float32)
+    y = np.array([0, 1, 0, 1, 0, 1])
+    r = kfold(X, y, groups, np.ones(6, bool), np.ones(6, bool), RelationModelConfig(epochs=5), 2, 0, lambda row: None, units)
+    # the 2-row cluster (3 pairs) is held out whole, plus one single row: 4 pairs; the other fold: 2 single rows
+    assert sorted(f["heldout"]["n"] for f in r["folds"]) == [2.0, 4.0]
+    assert "heldout_pooled_macro_f1" in r and "gap_pooled" in r

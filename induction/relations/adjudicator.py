@@ -260,7 +260,7 @@ class ModelAdjudicator:
                             else may_supersede(kind, skind, holder, sholder, True))
                 if not (holds_state(stmt) and kinds_ok):
                     continue
-                if skind in _HISTORY and not own_change:
+                if skind in _HISTORY and not own_change and self.cfg.history_siblings_own_cue:
                     continue  # what happened is replaced only on the new fact's own change cue (as change_evidenced)
                 if u is not None and self.cfg.turn_min_similarity > 0:
                     # a sibling on another topic (LoCoMo turns mix news, remarks and images) is not replaced
