@@ -155,8 +155,12 @@ def test_a_replacement_covers_the_whole_earlier_turn() -> None:
     res = _resolution(c, [turn[0]])
     every = RelationModelConfig(turn_min_similarity=0.0)
     got = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), every).adjudicate(res, snap)
-    # not the question, not another holder's fact, not a kind a preference cannot replace, not another turn
-    assert got.decisions[0].supersedes == ["old", "sib"]
+    # not the question, not another holder's fact, not another turn; the turn's circumstance goes with it
+    # (graph.rules.may_supersede_sibling), unless sibling_circumstances is off
+    assert got.decisions[0].supersedes == ["old", "sib", "circ"]
+    strict = RelationModelConfig(turn_min_similarity=0.0, sibling_circumstances=False)
+    assert ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), strict).adjudicate(
+        _resolution(c, [turn[0]]), snap).decisions[0].supersedes == ["old", "sib"]
     off = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig(supersede_turn=False))
     assert off.adjudicate(_resolution(c, [turn[0]]), snap).decisions[0].supersedes == ["old"]
     # a sibling far from the new fact (here: the new fact's vector is orthogonal to everything) stays
