@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from graph.ids import UserId, foreign_ids, validate_user_id
 from graph.models import Concept, Edit, Fact, Relation, Turn, utcnow
-from graph.rules import can_conflict, can_supersede, has_cycle
+from graph.rules import can_conflict, edge_kinds_allowed, has_cycle
 from graph.snapshot import ChangeSet, Snapshot, diff
 
 
@@ -247,7 +247,7 @@ def _apply_one(s: Snapshot, e: BaseModel, i: int, at: datetime) -> dict[str, Any
         new, old = _fact(s, e.new_fact_id, i), _fact(s, e.old_fact_id, i)
         if new.fact_id == old.fact_id:
             raise EditRejected("self_relation", [new.fact_id], "a fact cannot supersede itself", i)
-        if not can_supersede(new.kind, old.kind):
+        if not edge_kinds_allowed(new.kind, old.kind):
             raise EditRejected("incompatible_kinds", [new.fact_id, old.fact_id], f"{new.kind} cannot supersede {old.kind}", i)
         key = ("SUPERSEDES", new.fact_id, old.fact_id)
         if key in s.relations:

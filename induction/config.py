@@ -92,6 +92,12 @@ class RelationModelConfig(_Cfg):
                                  "other facts of the same holder that hold state and still are current are replaced too.")
     turn_min_similarity: float = Field(default=0.35, ge=0.0, le=1.0, description="A sibling of a replaced fact is "
                                        "replaced too only if its cosine to the new fact reaches this (0 = every sibling).")
+    sibling_circumstances: bool = Field(default=True, description="Whole-turn replacement also takes the replaced "
+                                        "turn's circumstances (graph.rules.may_supersede_sibling), not only the "
+                                        "kinds a new fact may replace on its own.")
+    history_siblings_own_cue: bool = Field(default=True, description="An event or experience sibling of a replaced "
+                                           "fact is replaced only when the new fact's own sentence carries the change "
+                                           "cue (off: a cue elsewhere in its turn is enough).")
     max_superseded_per_turn_change: int = Field(default=12, ge=1, description="Cap on the facts one new fact replaces "
                                                 "once whole turns are included.")
     turn_change_evidence: bool = Field(default=True, description="A change cue on another sentence of the new fact's "

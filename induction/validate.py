@@ -15,7 +15,7 @@ from difflib import SequenceMatcher
 
 from graph.edits import AttachFact, Conflict, EditBatch, EditRejected, OntologyEdit, Supersede, apply_batch
 from graph.models import Turn
-from graph.rules import can_conflict, can_supersede
+from graph.rules import can_conflict, edge_kinds_allowed
 from graph.snapshot import ChangeSet, Snapshot
 from induction.extract import CandidateFact, RejectedItem
 
@@ -88,7 +88,7 @@ def check_kinds(snap: Snapshot, edits: list[OntologyEdit]) -> tuple[list[Ontolog
     for e in edits:
         if isinstance(e, Supersede):
             a, b = _kind_of(e.new_fact_id, snap, attached), _kind_of(e.old_fact_id, snap, attached)
-            if a is None or b is None or not can_supersede(a, b):
+            if a is None or b is None or not edge_kinds_allowed(a, b):
                 rejected.append(RejectedItem(step="validate", item=f"SUPERSEDE {e.new_fact_id} -> {e.old_fact_id}",
                                              reason=f"incompatible kinds {a} -> {b}"))
                 continue

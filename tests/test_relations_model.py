@@ -155,8 +155,12 @@ def test_a_replacement_covers_the_whole_earlier_turn() -> None:
     res = _resolution(c, [turn[0]])
     every = RelationModelConfig(turn_min_similarity=0.0)
     got = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), every).adjudicate(res, snap)
-    # not the question, not another holder's fact, not a kind a preference cannot replace, not another turn
-    assert got.decisions[0].supersedes == ["old", "sib"]
+    # not the question, not another holder's fact, not another turn; the turn's circumstance goes with it
+    # (graph.rules.may_supersede_sibling), unless sibling_circumstances is off
+    assert got.decisions[0].supersedes == ["old", "sib", "circ"]
+    strict = RelationModelConfig(turn_min_similarity=0.0, sibling_circumstances=False)
+    assert ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), strict).adjudicate(
+        _resolution(c, [turn[0]]), snap).decisions[0].supersedes == ["old", "sib"]
     off = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig(supersede_turn=False))
     assert off.adjudicate(_resolution(c, [turn[0]]), snap).decisions[0].supersedes == ["old"]
     # a sibling far from the new fact (here: the new fact's vector is orthogonal to everything) stays
@@ -224,3 +228,40 @@ def test_llm_schema_uses_the_relation_model_labels() -> None:
 
     assert set(get_args(adjudicate_v2.FactLabel.model_fields["label"].annotation)) == set(LABELS)
     assert adjudicate_v2.VERSION == "adjudicate-v2"
+
+
+def test_pair_projection_is_part_of_the_artefact(tmp_path: Path) -> None:
+    """``pair_dims``: the pair-vector block is projected onto its top principal axes inside the model, so
+    callers still pass the raw (structural + pair) row, and the projection survives save/load."""
+    rng = np.random.default_rng(1)
+    X = rng.standard_normal((300, 3 + 20)).astype(np.float32)
+    y = (X[:, 0] + X[:, 3] > 0.5).astype(np.int64)
+    m = fit(X, y, FitParams(epochs=150, lr=0.05, pair_dims=4, pair_cols=20))
+    assert m.proj is not None and m.proj.shape == (20, 4) and m.mean.shape == (7,) and m.n_features == 23
+    assert np.array_equal(m.predict_proba(X), fit(X, y, FitParams(epochs=150, lr=0.05, pair_dims=4, pair_cols=20)).predict_proba(X))
+    m.manifest = {"labels": list(LABELS), "config": {"pair_embedding": True}}
+    m.save(tmp_path, "p")
+    back = RelationModel.load(tmp_path, "p")
+    assert np.allclose(back.predict_proba(X), m.predict_proba(X), atol=1e-6)
+    with pytest.raises(ValueError):
+        back.predict_proba(X[:, :7])
+
+
+def test_rows_sharing_a_persona_sentence_fold_together() -> None:
+    """k-fold protocol: MemSyco rows reuse a persona's sentences, so rows sharing a (rare) sentence form one
+    cluster that sits in one fold; boilerplate found in more than ``max_rows`` rows joins nothing."""
+    from training_data.relations_train import kfold, RelationModelConfig, text_clusters
+
+    groups = np.array(["r1", "r1", "r2", "r3", "r4", "r5"])
+    new = np.array(["a", "b", "a", "c", "boiler", "boiler"])
+    old = np.array(["x", "y", "z", "boiler", "w", "v"])
+    units = text_clusters(groups, new, old, np.ones(6, bool), max_rows=2)
+    assert units["r1"] == units["r2"] == "r1"                   # share "a"
+    assert len({units["r3"], units["r4"], units["r5"]}) == 3     # "boiler" is in 3 rows: joins nothing
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((6, 3)).astype(np.float32)
+    y = np.array([0, 1, 0, 1, 0, 1])
+    r = kfold(X, y, groups, np.ones(6, bool), np.ones(6, bool), RelationModelConfig(epochs=5), 2, 0, lambda row: None, units)
+    # the 2-row cluster (3 pairs) is held out whole, plus one single row: 4 pairs; the other fold: 2 single rows
+    assert sorted(f["heldout"]["n"] for f in r["folds"]) == [2.0, 4.0]
+    assert "heldout_pooled_macro_f1" in r and "gap_pooled" in r

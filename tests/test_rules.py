@@ -8,7 +8,7 @@ import pytest
 
 from graph.models import Fact, Relation
 from graph.rules import (change_evidenced, can_conflict, can_supersede, derive_state, derive_validity, has_cycle, holds_state,
-                         may_conflict, may_supersede)
+                         may_conflict, may_supersede, may_supersede_sibling, edge_kinds_allowed)
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 PAST = NOW - timedelta(days=1)
@@ -199,3 +199,19 @@ HOLDS_STATE_CASES = [
 @pytest.mark.parametrize("statement,ok", HOLDS_STATE_CASES)
 def test_holds_state(statement: str, ok: bool) -> None:
     assert holds_state(statement) is ok
+
+
+@pytest.mark.parametrize("nk,sk,nh,sh,ok", [
+    ("preference", "circumstance", "user", "user", True),   # the replaced turn's setting goes with it
+    ("belief", "circumstance", "user", "user", True),
+    ("preference", "experience", "user", "user", True),     # everything may_supersede allows
+    ("preference", "circumstance", "user", "Ann", False),   # never across holders
+    ("event", "circumstance", "user", "user", False),
+    ("plan", "preference", "user", "user", False),
+    ("experience", "circumstance", "user", "user", False),
+])
+def test_may_supersede_sibling(nk: str, sk: str, nh: str, sh: str, ok: bool) -> None:
+    assert may_supersede_sibling(nk, sk, nh, sh) is ok
+    assert edge_kinds_allowed(nk, sk) is (ok or nh != sh)  # the store accepts every edge the adjudicator may make
+    if sk == "circumstance" and nk in ("preference", "belief"):
+        assert not may_supersede(nk, sk, nh, sh, True)  # only as a sibling, never on its own

@@ -30,13 +30,15 @@ import numpy as np
 from induction.adapters import load_locomo, load_memsyco
 from induction.extract import CandidateFact
 from induction.offline import NEGATION, OfflineExtractor, plain
-from induction.relations.features import LABELS, FactView, PairContext, pair_features, turn_shift
+from induction.relations.features import LABELS, SHIFT, FactView, PairContext, pair_features, turn_shift
 from induction.resolve import embedding_text, normalize_text
 from induction.session import Session
 from training_data.relations_synthetic import synthetic_dialogues
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 Labeler = Callable[[int, int], "str | None"]
+# files whose dialogues state no change of mind (the gold item is "active", the policy "use" / "constrain_to_scope")
+NO_CHANGE_TASKS = frozenset({"personalized_memory_use", "contextual_scope_control"})
 MEMSYCO_TASKS = ("valid_memory_selection", "memory_evidence_conflict", "contextual_scope_control",
                  "personalized_memory_use", "objective_fact_judgment")
 
@@ -146,7 +148,7 @@ def _near(vecs: np.ndarray, item_vecs: np.ndarray, facts: list[CandidateFact], t
     return sets, sims
 
 
-def vms_labeler(items: Sequence[tuple[str, str]], embed: Embed, near: float, far: float
+def vms_labeler(items: Sequence[tuple[str, str]], embed: Embed, near: float, far: float, continuations: bool = False
                 ) -> Callable[[list[CandidateFact], np.ndarray], Labeler]:
     iv = np.asarray(embed([t for _, t in items]), dtype=np.float32)
 
@@ -155,6 +157,9 @@ def vms_labeler(items: Sequence[tuple[str, str]], embed: Embed, near: float, far
         cur = set().union(*[s for s, (st, _) in zip(sets, items) if st == "current"])
         old = set().union(*[s for s, (st, _) in zip(sets, items) if st == "outdated"]) - cur
         top = sims.max(axis=1) if sims.size else np.zeros(len(facts))
+        is_old = np.array([st == "outdated" for st, _ in items])
+        top_old = sims[:, is_old].max(axis=1) if sims.size and is_old.any() else np.zeros(len(facts))
+        old_turns = {facts[n].source_turn_ids[:1][0] for n in old if facts[n].source_turn_ids}
 
         def lab(i: int, j: int) -> str | None:
             if i in cur and j in old:
@@ -164,6 +169,11 @@ def vms_labeler(items: Sequence[tuple[str, str]], embed: Embed, near: float, far
             if top[i] < far and top[j] < far:
                 return "unrelated"
             if (i in cur or i in old) and top[j] < far:
+                return "unrelated"
+            if (continuations and facts[i].holder == facts[j].holder == "user" and j not in old
+                    and facts[j].source_turn_ids[:1][0] not in old_turns and top_old[j] < near):
+                # the older statement is in no turn the change replaces (often the turn stating the current
+                # view): whatever comes later builds on it or moves on, it does not make it untrue
                 return "unrelated"
             return None
         return lab
@@ -197,15 +207,18 @@ def conflict_labeler(pref: str, decisive: str, supporting: str, embed: Embed, ne
     return make
 
 
-def keep_current_labeler(items: list[str], embed: Embed, near: float, far: float
+def keep_current_labeler(items: list[str], embed: Embed, near: float, far: float, every_pair: bool = False
                          ) -> Callable[[list[CandidateFact], np.ndarray], Labeler]:
+    """``every_pair``: the dialogue states no change at all (a preference grown out of experiences, a scoped
+    preference among situations), so every pair is unrelated: a later "so now I'm on a journey to…" builds on
+    the experience before it, it does not replace it."""
     iv = np.asarray(embed(items), dtype=np.float32)
 
     def make(facts: list[CandidateFact], vecs: np.ndarray) -> Labeler:
         sets, sims = _near(vecs, iv, facts, near, lambda h: h == "user")
         gold = set().union(*sets)
         top = sims.max(axis=1) if sims.size else np.zeros(len(facts))
-        return lambda i, j: "unrelated" if (i in gold or j in gold or (top[i] < far and top[j] < far)) else None
+        return lambda i, j: "unrelated" if (every_pair or i in gold or j in gold or (top[i] < far and top[j] < far)) else None
     return make
 
 
@@ -228,8 +241,10 @@ def _rubric(path: Path) -> dict[str, dict[str, str]]:
 def memsyco_pairs(root: str | Path, embed: Embed, extractor: OfflineExtractor, pair_embedding: bool,
                   min_similarity: float, max_candidates: int, near: float = 0.5, far: float = 0.35,
                   tasks: Sequence[str] = MEMSYCO_TASKS, max_rows: int | None = None,
-                  heldout: tuple[int, int] | None = None) -> PairSet:
-    """``heldout = (a, b)``: rows a..b-1 of every task file are never used (the block the evals report on)."""
+                  heldout: tuple[int, int] | None = None, continuations: bool = False) -> PairSet:
+    """``heldout = (a, b)``: rows a..b-1 of every task file are never used (the block the evals report on).
+    ``continuations``: also label, as unrelated, every pair of the no-change files (personalized use, scope)
+    and every pair of a valid-memory row whose older side is in no turn the change replaces."""
     out = PairSet()
     root = Path(root)
     for task in tasks:
@@ -250,7 +265,7 @@ def memsyco_pairs(root: str | Path, embed: Embed, extractor: OfflineExtractor, p
                          for t in dict.fromkeys([i.content, *i.parts()])]
                 if not any(s == "current" for s, _ in items):
                     continue
-                labeler_of = vms_labeler(items, embed, near, far)
+                labeler_of = vms_labeler(items, embed, near, far, continuations)
             elif task == "memory_evidence_conflict":
                 r = rub.get(row.id, {})
                 dec = r.get("decisive_evidence") or r.get("supporting_evidence") or ""
@@ -259,21 +274,34 @@ def memsyco_pairs(root: str | Path, embed: Embed, extractor: OfflineExtractor, p
                 labeler_of = conflict_labeler(row.items[0].content, dec, r.get("preference_supporting_evidence", ""),
                                               embed, near, far)
             else:
-                labeler_of = keep_current_labeler([i.content for i in row.items], embed, near, far)
+                labeler_of = keep_current_labeler([i.content for i in row.items], embed, near, far,
+                                                  every_pair=continuations and task in NO_CHANGE_TASKS)
             out.add(label_dialogue(row.session, labeler_of, row.id, f"memsyco/{task}", extractor, embed, pair_embedding,
                                    min_similarity, max_candidates))
     return out
 
 
 def locomo_pairs(path: str | Path, embed: Embed, extractor: OfflineExtractor, pair_embedding: bool,
-                 min_similarity: float, max_candidates: int, max_pairs: int, max_sessions: int = 4) -> PairSet:
-    out = PairSet()
+                 min_similarity: float, max_candidates: int, max_pairs: int, max_sessions: int = 4,
+                 skip_sessions: int = 0, max_shift_pairs: int = 0) -> PairSet:
+    """Sessions ``skip_sessions`` .. ``skip_sessions + max_sessions - 1`` of every conversation, all unrelated:
+    every pair until ``max_pairs``, then only pairs whose newer statement says "now" / "lately" / "these days"
+    (a progress report or an elaboration, LoCoMo's usual shape; the model read them as changes) until
+    ``max_shift_pairs`` more. Skipping the first sessions keeps the LoCoMo edge audit (sessions 1-10) unseen."""
+    out, shift = PairSet(), 0
     for conv in load_locomo(path, user_prefix="rel-locomo-"):
-        for s in conv.sessions[:max_sessions]:
-            out.add(label_dialogue(s, all_unrelated, f"locomo/{conv.sample_id}", "locomo", extractor, embed,
-                                   pair_embedding, min_similarity, max_candidates))
-            if len(out.y) >= max_pairs:
+        for s in conv.sessions[skip_sessions: skip_sessions + max_sessions]:
+            if len(out.y) >= max_pairs and shift >= max_shift_pairs:
                 return out
+            ps = label_dialogue(s, all_unrelated, f"locomo/{conv.sample_id}", "locomo", extractor, embed,
+                                pair_embedding, min_similarity, max_candidates)
+            for n in range(len(ps.y)):
+                if len(out.y) - shift >= max_pairs:  # the general sample is full: "now" pairs only
+                    if shift >= max_shift_pairs or not (SHIFT.search(ps.text[n][0]) or turn_shift(ps.text[n][0])):
+                        continue
+                    shift += 1
+                for a in ("X", "y", "group", "source", "text"):
+                    getattr(out, a).append(getattr(ps, a)[n])
     return out
 
 

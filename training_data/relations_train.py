@@ -34,6 +34,8 @@ class RelationModelConfig(BaseModel):
     lr: float = Field(default=0.02, gt=0, description="Adam learning rate.")
     l2: float = Field(default=1e-3, ge=0, description="L2 penalty on the weights.")
     balance: float = Field(default=0.5, ge=0, le=1, description="Class weight = (1/frequency)^balance (0 = none).")
+    pair_dims: int = Field(default=0, ge=0, le=768, description="With pair_embedding: project the pair vectors onto "
+                           "their top principal axes (0 = keep all 2 x 384 columns).")
 
 
 class RelationTrainConfig(BaseModel):
@@ -48,11 +50,22 @@ class RelationTrainConfig(BaseModel):
     locomo: str | None = Field(default="../shared/data/locomo", description="LoCoMo dev file or folder (negatives).")
     locomo_max_pairs: int = Field(default=3000, ge=0, description="Cap on LoCoMo negative pairs.")
     locomo_sessions: int = Field(default=4, ge=1, description="Sessions per LoCoMo conversation used for negatives.")
+    locomo_skip_sessions: int = Field(default=0, ge=0, description="First sessions of each LoCoMo conversation never "
+                                      "used (the LoCoMo edge audit reads sessions 1-10).")
+    locomo_shift_pairs: int = Field(default=0, ge=0, description="After the LoCoMo cap, up to this many more pairs whose "
+                                    "newer statement says now / lately / these days (elaborations, not changes).")
+    memsyco_continuations: bool = Field(default=False, description="Label as unrelated every pair of the no-change "
+                                        "MemSyco files (personalized use, scope) and every valid-memory pair whose "
+                                        "older side is in no turn the change replaces.")
     synthetic_n: int = Field(default=1500, ge=0, description="Synthetic dialogues (training_data/relations_synthetic.py).")
     min_similarity: float = Field(default=0.30, description="Candidate partners: cosine at/above this (as resolve).")
     max_candidates: int = Field(default=12, ge=1, description="Candidate partners per fact, closest first.")
     val_fraction: float = Field(default=0.2, ge=0, lt=1, description="MemSyco rows held out as the fixed validation split.")
     folds: int = Field(default=5, ge=2, le=20, description="k of the k-fold over the other MemSyco rows.")
+    fold_by: Literal["row", "shared_text"] = Field(default="row", description="Unit of the validation split and the "
+                                                    "folds: a MemSyco row, or a cluster of rows that share a sentence "
+                                                    "(MemSyco reuses a persona's sentences across rows: about a third of "
+                                                    "the pairs recur in another row, so folds by row leak).")
     model: RelationModelConfig = Field(default_factory=RelationModelConfig)
     compare: list[RelationModelConfig] = Field(default_factory=list, description="Alternative architectures scored "
                                                "by the same k-fold (reported, not shipped).")
@@ -77,8 +90,10 @@ def _in_val(group: str, seed: int, frac: float) -> bool:
     return h < frac
 
 
-_SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n"}, "memsyco": {"memsyco_root", "memsyco_max_rows", "memsyco_heldout"},
-                  "locomo": {"locomo", "locomo_max_pairs", "locomo_sessions"}}
+_SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n"},
+                  "memsyco": {"memsyco_root", "memsyco_max_rows", "memsyco_heldout", "memsyco_continuations"},
+                  "locomo": {"locomo", "locomo_max_pairs", "locomo_sessions", "locomo_skip_sessions",
+                             "locomo_shift_pairs"}}
 
 
 def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
@@ -108,12 +123,14 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
         if name == "synthetic" and cfg.synthetic_n:
             ps = synthetic_pairs(cfg.synthetic_n, cfg.seed, *a)
         elif name == "memsyco" and cfg.memsyco_root:
-            ps = memsyco_pairs(cfg.memsyco_root, *a, max_rows=cfg.memsyco_max_rows, heldout=cfg.memsyco_heldout)
+            ps = memsyco_pairs(cfg.memsyco_root, *a, max_rows=cfg.memsyco_max_rows, heldout=cfg.memsyco_heldout,
+                               continuations=cfg.memsyco_continuations)
         elif name == "locomo" and cfg.locomo and cfg.locomo_max_pairs:
             loc = Path(cfg.locomo)
             path = loc / "locomo10.json" if loc.is_dir() else loc
             if path.is_file():
-                ps = locomo_pairs(path, *a, max_pairs=cfg.locomo_max_pairs, max_sessions=cfg.locomo_sessions)
+                ps = locomo_pairs(path, *a, max_pairs=cfg.locomo_max_pairs, max_sessions=cfg.locomo_sessions,
+                                  skip_sessions=cfg.locomo_skip_sessions, max_shift_pairs=cfg.locomo_shift_pairs)
         arrs = _arrays(ps, len(STRUCT_NAMES) + 2 * int(emb.dim))
         arrs.update(hash=np.asarray(data_hash(ps)), key=np.asarray(key))
         np.savez_compressed(cache, **arrs)  # type: ignore[arg-type]
@@ -141,25 +158,80 @@ def _cols(X: np.ndarray, m: RelationModelConfig) -> np.ndarray:
     return X if m.pair_embedding else X[:, : len(STRUCT_NAMES)]
 
 
-def _params(m: RelationModelConfig, seed: int) -> FitParams:
-    return FitParams(hidden=m.hidden, epochs=m.epochs, lr=m.lr, l2=m.l2, seed=seed, balance=m.balance)
+def _params(m: RelationModelConfig, seed: int, width: int = 0) -> FitParams:
+    pair_cols = width - len(STRUCT_NAMES) if m.pair_embedding and m.pair_dims else 0
+    return FitParams(hidden=m.hidden, epochs=m.epochs, lr=m.lr, l2=m.l2, seed=seed, balance=m.balance,
+                     pair_dims=m.pair_dims if pair_cols > 0 else 0, pair_cols=max(0, pair_cols))
+
+
+def text_clusters(groups: np.ndarray, text_new: np.ndarray, text_old: np.ndarray, is_ms: np.ndarray,
+                  max_rows: int = 5) -> dict[str, str]:
+    """MemSyco row -> its cluster: rows joined (transitively) when a pair of one shares a sentence with a pair of
+    the other — a sentence found in at most ``max_rows`` rows (a persona's own sentences, reused by the rows built
+    on that persona; a generator's boilerplate found in dozens of rows would join a whole task file into one
+    cluster). The name of a cluster is its smallest row id."""
+    parent: dict[str, str] = {}
+    rows_of: dict[str, set[str]] = {}
+    for g, a, b, ms in zip(groups, text_new, text_old, is_ms):
+        if ms:
+            rows_of.setdefault(str(a), set()).add(str(g))
+            rows_of.setdefault(str(b), set()).add(str(g))
+
+    def find(x: str) -> str:
+        parent.setdefault(x, x)
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for g, a, b, ms in zip(groups, text_new, text_old, is_ms):
+        if ms:
+            for t in (a, b):
+                if len(rows_of[str(t)]) > max_rows:
+                    continue
+                ra, rb = find("r" + str(g)), find("t" + str(t))
+                if ra != rb:
+                    parent[max(ra, rb)] = min(ra, rb)  # rows ("r…") win, so a cluster is named by a row
+    members: dict[str, list[str]] = {}
+    for g in {str(g) for g, ms in zip(groups, is_ms) if ms}:
+        members.setdefault(find("r" + g), []).append(g)
+    return {g: min(ms) for ms in members.values() for g in ms}
 
 
 def kfold(X: np.ndarray, y: np.ndarray, groups: np.ndarray, is_ms: np.ndarray, train_mask: np.ndarray,
-          m: RelationModelConfig, k: int, seed: int, log: Any) -> dict[str, Any]:
-    """Folds over MemSyco rows (within ``train_mask``); non-MemSyco pairs always train."""
+          m: RelationModelConfig, k: int, seed: int, log: Any, units: dict[str, str] | None = None) -> dict[str, Any]:
+    """Folds over MemSyco rows (within ``train_mask``); non-MemSyco pairs always train. ``units``: row -> the unit
+    kept in one fold (a cluster of rows sharing sentences); folds are then filled largest unit first, each into
+    the fold with the fewest rows so far."""
     rows = sorted({g for g, a, b in zip(groups, is_ms, train_mask) if a and b})
     rng = np.random.default_rng(seed)
-    order = list(rng.permutation(len(rows)))
-    fold_of = {rows[i]: n % k for n, i in enumerate(order)}
+    if units is None:
+        order = list(rng.permutation(len(rows)))
+        fold_of = {rows[i]: n % k for n, i in enumerate(order)}
+    else:
+        by_unit: dict[str, list[str]] = {}
+        for r in rows:
+            by_unit.setdefault(units.get(str(r), str(r)), []).append(r)
+        names = sorted(by_unit)
+        names = [names[i] for i in rng.permutation(len(names))]
+        names.sort(key=lambda u: -len(by_unit[u]))
+        size = [0] * k
+        fold_of = {}
+        for u in names:
+            f = int(np.argmin(size))
+            size[f] += len(by_unit[u])
+            fold_of.update({r: f for r in by_unit[u]})
     per: list[dict[str, Any]] = []
+    oof = np.full(len(y), -1, dtype=np.int64)  # out-of-fold predictions: one pooled held-out score
     for f in range(k):
         held = np.array([bool(a and b and fold_of.get(g) == f) for g, a, b in zip(groups, is_ms, train_mask)])
         tr = train_mask & ~held
-        model = fit(_cols(X[tr], m), y[tr], _params(m, seed))
+        model = fit(_cols(X[tr], m), y[tr], _params(m, seed, X.shape[1]))
         ms_tr = tr & is_ms
         s_tr = scores(y[ms_tr], model.predict_proba(_cols(X[ms_tr], m)).argmax(1))
-        s_ho = scores(y[held], model.predict_proba(_cols(X[held], m)).argmax(1))
+        pred = model.predict_proba(_cols(X[held], m)).argmax(1)
+        oof[held] = pred
+        s_ho = scores(y[held], pred)
         row = {"fold": f, "train_macro_f1": s_tr["macro_f1"], "heldout_macro_f1": s_ho["macro_f1"],
                "train": s_tr, "heldout": s_ho}
         per.append(row)
@@ -168,8 +240,15 @@ def kfold(X: np.ndarray, y: np.ndarray, groups: np.ndarray, is_ms: np.ndarray, t
     tr_mean = float(np.mean([p["train_macro_f1"] for p in per]))
     ho_mean = float(np.mean([p["heldout_macro_f1"] for p in per]))
     keys = [f"{lab}/f1" for lab in LABELS[1:]]
+    # Folds of whole clusters differ in which labels they hold (a fold without conflicts scores macro F1 over two
+    # labels): the pooled out-of-fold score is the comparable held-out figure.
+    done = oof >= 0
+    pooled = scores(y[done], oof[done]) if done.any() else {}
+    ho_pool = float(pooled.get("macro_f1", 0.0))
     return {"folds": per, "train_macro_f1": round(tr_mean, 4), "heldout_macro_f1": round(ho_mean, 4),
-            "gap": round(tr_mean - ho_mean, 4),
+            "heldout_pooled_macro_f1": round(ho_pool, 4), "gap": round(tr_mean - ho_mean, 4),
+            "gap_pooled": round(tr_mean - ho_pool, 4),
+            "heldout_pooled": {key: pooled.get(key, 0.0) for key in keys},
             "heldout": {key: round(float(np.mean([p["heldout"][key] for p in per])), 4) for key in keys},
             "train": {key: round(float(np.mean([p["train"][key] for p in per])), 4) for key in keys}}
 
@@ -190,12 +269,16 @@ def train_relations(cfg: RelationTrainConfig) -> RelationTrainResult:
     log({"phase": "data", "pairs": int(len(y)), "hash": str(d["hash"]),
          **{f"count/{lab}": int((y == i).sum()) for i, lab in enumerate(LABELS)}})
     is_ms = np.array([s.startswith("memsyco/") for s in source])
-    val = np.array([bool(a and _in_val(str(g), cfg.seed, cfg.val_fraction)) for g, a in zip(groups, is_ms)])
+    units = text_clusters(groups, d["text_new"], d["text_old"], is_ms) if cfg.fold_by == "shared_text" else None
+    unit = (lambda g: units.get(str(g), str(g))) if units is not None else str
+    val = np.array([bool(a and _in_val(unit(g), cfg.seed, cfg.val_fraction)) for g, a in zip(groups, is_ms)])
     train_mask = ~val
-    kf = kfold(X, y, groups, is_ms, train_mask, cfg.model, cfg.folds, cfg.seed, log)
+    if units is not None:
+        log({"phase": "folds", "fold_by": cfg.fold_by, "clusters": len(set(units.values())), "rows": len(units)})
+    kf = kfold(X, y, groups, is_ms, train_mask, cfg.model, cfg.folds, cfg.seed, log, units)
     comp: list[dict[str, Any]] = []
     for alt in cfg.compare:
-        r = kfold(X, y, groups, is_ms, train_mask, alt, cfg.folds, cfg.seed, lambda row: None)
+        r = kfold(X, y, groups, is_ms, train_mask, alt, cfg.folds, cfg.seed, lambda row: None, units)
         comp.append({"model": alt.model_dump(), **{k: v for k, v in r.items() if k != "folds"}})
         log({"phase": "compare", **comp[-1]})
     step = [0]
@@ -204,7 +287,7 @@ def train_relations(cfg: RelationTrainConfig) -> RelationTrainResult:
         step[0] += 1
         log({"phase": "final", "step": row["epoch"], "train_loss": row["train_loss"]})
 
-    model = fit(_cols(X[train_mask], cfg.model), y[train_mask], _params(cfg.model, cfg.seed), epoch_log)
+    model = fit(_cols(X[train_mask], cfg.model), y[train_mask], _params(cfg.model, cfg.seed, X.shape[1]), epoch_log)
     vs = scores(y[val], model.predict_proba(_cols(X[val], cfg.model)).argmax(1)) if val.any() else {}
     log({"phase": "validation", **vs})
     model.manifest = {

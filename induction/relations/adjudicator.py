@@ -17,7 +17,8 @@ from functools import lru_cache
 from collections.abc import Sequence
 import numpy as np
 
-from graph.rules import EVIDENCE_HOLDERS, change_evidenced, holds_state, may_conflict, may_supersede
+from graph.rules import (EVIDENCE_HOLDERS, change_evidenced, holds_state, may_conflict, may_supersede,
+                         may_supersede_sibling)
 from graph.snapshot import Snapshot
 from induction.adjudicate import Adjudication, Decision, RuleAdjudicator, _base
 from induction.extract import CandidateFact
@@ -255,9 +256,11 @@ class ModelAdjudicator:
                 skind, sholder, stmt = info
                 if len(d.supersedes) + len(extra) >= self.cfg.max_superseded_per_turn_change:
                     break
-                if not (holds_state(stmt) and may_supersede(kind, skind, holder, sholder, True)):
+                kinds_ok = (may_supersede_sibling(kind, skind, holder, sholder) if self.cfg.sibling_circumstances
+                            else may_supersede(kind, skind, holder, sholder, True))
+                if not (holds_state(stmt) and kinds_ok):
                     continue
-                if skind in _HISTORY and not own_change:
+                if skind in _HISTORY and not own_change and self.cfg.history_siblings_own_cue:
                     continue  # what happened is replaced only on the new fact's own change cue (as change_evidenced)
                 if u is not None and self.cfg.turn_min_similarity > 0:
                     # a sibling on another topic (LoCoMo turns mix news, remarks and images) is not replaced

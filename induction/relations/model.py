@@ -35,6 +35,10 @@ class RelationModel:
     b2: np.ndarray
     W1: np.ndarray | None = None
     b1: np.ndarray | None = None
+    # Optional projection of the pair-vector block (the columns after the structural ones) onto its top
+    # principal directions: 768 raw dimensions let the model memorise the training rows' topics.
+    proj: np.ndarray | None = None
+    proj_mean: np.ndarray | None = None
     manifest: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -43,10 +47,18 @@ class RelationModel:
 
     @property
     def n_features(self) -> int:
-        return int(self.mean.shape[0])
+        if self.proj is None:
+            return int(self.mean.shape[0])
+        return int(self.mean.shape[0]) - int(self.proj.shape[1]) + int(self.proj.shape[0])
+
+    def _project(self, X: np.ndarray) -> np.ndarray:
+        if self.proj is None or self.proj_mean is None:
+            return X
+        s = X.shape[1] - self.proj.shape[0]
+        return np.concatenate([X[:, :s], (X[:, s:] - self.proj_mean) @ self.proj], axis=1)
 
     def _logits(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-        Z = (X - self.mean) / self.std
+        Z = (self._project(X) - self.mean) / self.std
         if self.W1 is None or self.b1 is None:
             return Z @ self.W2 + self.b2, None
         H = np.maximum(0.0, Z @ self.W1 + self.b1)
@@ -65,6 +77,8 @@ class RelationModel:
         arrays = {"mean": self.mean, "std": self.std, "W2": self.W2, "b2": self.b2}
         if self.W1 is not None and self.b1 is not None:
             arrays.update(W1=self.W1, b1=self.b1)
+        if self.proj is not None and self.proj_mean is not None:
+            arrays.update(proj=self.proj, proj_mean=self.proj_mean)
         npz = folder / f"{name}.npz"
         np.savez_compressed(npz, **{k: v.astype(np.float32) for k, v in arrays.items()})  # type: ignore[arg-type]
         man = folder / f"{name}.json"
@@ -81,7 +95,7 @@ class RelationModel:
         if tuple(manifest.get("labels", ())) != LABELS:
             raise ValueError(f"artefact {name} was trained for labels {manifest.get('labels')}, not {LABELS}")
         return cls(mean=arr["mean"], std=arr["std"], W2=arr["W2"], b2=arr["b2"], W1=arr.get("W1"), b1=arr.get("b1"),
-                   manifest=manifest)
+                   proj=arr.get("proj"), proj_mean=arr.get("proj_mean"), manifest=manifest)
 
 
 def _softmax(L: np.ndarray) -> np.ndarray:
@@ -98,12 +112,18 @@ class FitParams:
     l2: float = 1e-3
     seed: int = 0
     balance: float = 0.5  # class weight = (1/freq) ** balance
+    pair_dims: int = 0  # > 0: the last ``pair_cols`` columns are projected onto their top ``pair_dims`` principal axes
+    pair_cols: int = 0
 
 
 def fit(X: np.ndarray, y: np.ndarray, p: FitParams, log: Any = None) -> RelationModel:
     """Full-batch Adam on the class-weighted cross-entropy; deterministic given ``p.seed``."""
     rng = np.random.default_rng(p.seed)
     X = np.asarray(X, dtype=np.float32)
+    proj = proj_mean = None
+    if p.pair_dims and p.pair_cols:
+        proj, proj_mean = principal_axes(X[:, X.shape[1] - p.pair_cols:], p.pair_dims)
+        X = np.concatenate([X[:, : X.shape[1] - p.pair_cols], (X[:, X.shape[1] - p.pair_cols:] - proj_mean) @ proj], axis=1)
     n, d = X.shape
     k = len(LABELS)
     mean = X.mean(axis=0)
@@ -147,7 +167,17 @@ def fit(X: np.ndarray, y: np.ndarray, p: FitParams, log: Any = None) -> Relation
             loss = float(-(w * np.log(np.maximum(P[np.arange(n), y], 1e-9))).mean())
             log({"epoch": t, "train_loss": round(loss, 5)})
     return RelationModel(mean=mean.astype(np.float32), std=std.astype(np.float32), W2=params["W2"], b2=params["b2"],
-                         W1=params.get("W1"), b1=params.get("b1"))
+                         W1=params.get("W1"), b1=params.get("b1"), proj=proj, proj_mean=proj_mean)
+
+
+def principal_axes(B: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(columns, k) top-k principal axes of ``B`` and its column mean; signs fixed so a refit is identical."""
+    mu = B.mean(axis=0)
+    C = np.cov((B - mu).astype(np.float64), rowvar=False)
+    w, V = np.linalg.eigh(C)
+    V = V[:, np.argsort(-w, kind="stable")[: min(k, V.shape[1])]]
+    V = V * np.where(V[np.abs(V).argmax(axis=0), np.arange(V.shape[1])] < 0, -1.0, 1.0)
+    return V.astype(np.float32), mu.astype(np.float32)
 
 
 def scores(y: np.ndarray, pred: np.ndarray) -> dict[str, float]:
