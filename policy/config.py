@@ -95,6 +95,14 @@ class WarmupSettings(BaseModel):
     roles: Literal["random", "descriptive"] = Field(
         default="descriptive", description="Warm-up roles: random, or copied from the relational state — what a "
         "fact *is*, never whether to use it (see policy/warmup.py).")
+    target_style: Literal["full", "facts"] = Field(
+        default="full", description="targets=answer-key: full = the chosen state as policy/targets.py renders it "
+        "(fact lines + the rule baseline's RULE lines); facts = fact lines only. The reader never reads rules, so "
+        "both earn the same reward; facts is 2-3x shorter to learn and to generate on CPU.")
+    sampling: Literal["replacement", "epochs"] = Field(
+        default="replacement", description="Which prompt each warm-up example comes from: replacement = uniform "
+        "draws (the original behaviour); epochs = every prompt once per pass, reshuffled each pass — with a few "
+        "hundred instances no instance is skipped and none repeated within a pass.")
 
 
 class TrainConfig(BaseModel):

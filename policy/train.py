@@ -341,7 +341,7 @@ def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[Tra
     if cfg.warmup.targets == "answer-key":
         answer, judge = build_answer_model(cfg)
         cache = BaselineCache()
-        targets = [target_state(i, answer, cache) for i, _ in data]
+        targets = [target_state(i, answer, cache, style=cfg.warmup.target_style) for i, _ in data]
         target_fn = lambda k, rng: targets[k][0]  # noqa: E731 - the index is the prompt's
         if log:
             log.write({"phase": "warmup", "targets": len(targets),
@@ -351,7 +351,7 @@ def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[Tra
                            targets="all" if cfg.warmup.targets == "answer-key" else cfg.warmup.targets,
                            subset_max=cfg.warmup.subset_max, decisions=cfg.warmup.decisions,
                            lr=cfg.warmup.learning_rate, batch_size=cfg.warmup.batch_size, seed=cfg.seed,
-                           log_every=1, target_fn=target_fn)
+                           log_every=1, target_fn=target_fn, sampling=cfg.warmup.sampling)
     if log:
         for row in losses:
             log.write({"phase": "warmup", **row})
@@ -388,9 +388,10 @@ def make_callbacks(cfg: TrainConfig, writer: MetricsWriter, eval_fn: Any,
     class _HeldOut(TrainerCallback):  # type: ignore[misc]
         def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any) -> None:
             if cfg.eval_every and state.global_step % cfg.eval_every == 0 and state.is_world_process_zero:
-                res = eval_fn(model)
-                writer.write({"phase": "heldout", "step": state.global_step,
-                              **{f"heldout/{k}": v for k, v in res.items()}})
+                if eval_fn is not None:  # None: no held-out set during training (data.n_eval 0)
+                    res = eval_fn(model)
+                    writer.write({"phase": "heldout", "step": state.global_step,
+                                  **{f"heldout/{k}": v for k, v in res.items()}})
                 if keeper is not None:
                     val = keeper.consider(model, state.global_step)
                     writer.write({"phase": "validation", "step": state.global_step,
@@ -478,7 +479,7 @@ def prepare(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | 
                                  target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
     trainer = GRPOTrainer(model=model, reward_funcs=[reward_fn], args=GRPOConfig(**cfg.grpo_args()),
                           train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=peft_config,
-                          callbacks=make_callbacks(cfg, writer, eval_fn, keeper))
+                          callbacks=make_callbacks(cfg, writer, eval_fn if held else None, keeper))
     if keeper is not None:  # step 0 competes too: if GRPO never beats the start, best/ is the start
         res0 = keeper.consider(trainer.model, 0)
         writer.write({"phase": "validation", "step": 0, **{f"val/{k}": v for k, v in res0.items()}})
