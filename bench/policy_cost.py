@@ -34,10 +34,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--config", default="grpo-cpu-smollm2-ship", help="Training config (prompt, LoRA, threads).")
     ap.add_argument("--reps", type=int, default=3, help="Timed forward+backward repetitions.")
     ap.add_argument("--gen-tokens", type=int, default=32, help="Tokens generated in the decode timing.")
+    ap.add_argument("--set", nargs="*", default=[], dest="overrides", help="Config overrides, e.g. lora.top_layers=12.")
     ns = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
 
     from policy.config import load_config
     from policy.models import load_model, load_tokenizer
@@ -46,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     from policy.targets import target_state
     from policy.train import build_answer_model, prompt_messages, read_instances
 
-    cfg = load_config(ns.config)
+    cfg = load_config(ns.config, ns.overrides)
     torch.set_num_threads(cfg.num_threads)
     held = read_instances(Path(ns.data) / "heldout.jsonl")
     train = read_instances(Path(ns.data) / "train.jsonl")
@@ -63,7 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     p_len = [n_tok(p) for p in prompts]
     answer, _ = build_answer_model(cfg)
     cache = BaselineCache()
-    targets = [target_state(i, answer, cache, style=cfg.warmup.target_style)[0] for i in train]
+    targets = [target_state(i, answer, cache, style=cfg.warmup.target_style, margin=cfg.warmup.target_margin)[0] for i in train]
     t_len = [n_tok(t) for t in targets]
     rule = RulePolicy()
     r_len = [n_tok(rule.state_text(i.request, i.bundle())) for i in held]
@@ -74,8 +75,7 @@ def main(argv: list[str] | None = None) -> int:
         "rule_state_tokens": {"p50": statistics.median(r_len), "max": max(r_len)},
         "load_avg": os.getloadavg()[0]}
     model = load_model(cfg.model, tok)
-    model = get_peft_model(model, LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, target_modules=cfg.lora.target_modules,
-                                             task_type="CAUSAL_LM"))
+    model = get_peft_model(model, cfg.lora.peft_config(model.config.num_hidden_layers))
     k = p_len.index(int(statistics.median(p_len))) if int(statistics.median(p_len)) in p_len else 0
     ids = tok(prompts[k] + targets[0], return_tensors="pt", add_special_tokens=False).input_ids
     keep = t_len[0] + 1
@@ -101,6 +101,17 @@ def main(argv: list[str] | None = None) -> int:
         total = time.perf_counter() - t0
     out["generation"] = {"prefill_s": round(prefill, 2), "prompt_tokens": int(enc["input_ids"].shape[1]),
                          "decode_tokens_per_s": round((ns.gen_tokens - 1) / max(total - prefill, 1e-6), 1)}
+    merged = model.merge_and_unload()  # what serving and the held-out bench run: the adapter folded in
+    with torch.no_grad():
+        t0 = time.perf_counter()
+        merged.generate(**enc, max_new_tokens=1, min_new_tokens=1, do_sample=False, pad_token_id=tok.pad_token_id)
+        prefill = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        merged.generate(**enc, max_new_tokens=ns.gen_tokens, min_new_tokens=ns.gen_tokens, do_sample=False,
+                        pad_token_id=tok.pad_token_id)
+        total = time.perf_counter() - t0
+    out["generation_merged"] = {"prefill_s": round(prefill, 2),
+                                "decode_tokens_per_s": round((ns.gen_tokens - 1) / max(total - prefill, 1e-6), 1)}
     print(json.dumps(out, indent=2))
     return 0
 

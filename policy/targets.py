@@ -54,17 +54,23 @@ def candidate_states(inst: TrainingInstance, rule: RulePolicy | None = None, sty
 
 
 def target_state(inst: TrainingInstance, model: AnswerModel, baseline: BaselineCache,
-                 cfg: RewardConfig | None = None, style: TargetStyle = "full") -> tuple[str, float]:
-    """(best candidate, its reward) — the first candidate among those with the highest reward."""
+                 cfg: RewardConfig | None = None, style: TargetStyle = "full", margin: float = 0.0) -> tuple[str, float]:
+    """(best candidate, its reward) — the first candidate among those with the highest reward.
+
+    ``margin`` > 0: a later candidate replaces the one kept so far only when it earns more than
+    ``margin`` above it. On open rows (token F1) the corrections win by a few hundredths, by picking the
+    fact whose words happen to overlap the hidden reference — a choice the prompt gives no handle on;
+    with a margin those rows keep the rule baseline's state and the warm-up spends itself on the
+    decisions that change the answer (two-option rows win by 1.0)."""
     cfg = cfg or RewardConfig(max_state_tokens=10**6)
     best, best_r = "", float("-inf")
     for text in candidate_states(inst, style=style):
         r = state_reward(text, inst, model, baseline, cfg).reward
-        if r is not None and r > best_r:
+        if r is not None and r > best_r + (margin if best else 0.0):
             best, best_r = text, r
     return best, best_r
 
 
 def target_states(instances: Sequence[TrainingInstance], model: AnswerModel, baseline: BaselineCache,
-                  cfg: RewardConfig | None = None, style: TargetStyle = "full") -> list[str]:
-    return [target_state(i, model, baseline, cfg, style)[0] for i in instances]
+                  cfg: RewardConfig | None = None, style: TargetStyle = "full", margin: float = 0.0) -> list[str]:
+    return [target_state(i, model, baseline, cfg, style, margin)[0] for i in instances]

@@ -330,18 +330,18 @@ def build_policy_model(cfg: TrainConfig, data: Sequence[tuple[TrainingInstance, 
 def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[TrainingInstance, list[dict[str, str]]]],
                 log: MetricsWriter | None) -> Any:
     """Wrap ``model`` in a fresh LoRA adapter and train it on the warm-up targets; returns the PeftModel."""
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
 
     from policy.targets import target_state
     from policy.warmup import format_warmup
 
-    model = get_peft_model(model, LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
-                                             target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM"))
+    model = get_peft_model(model, cfg.lora.peft_config(getattr(model.config, "num_hidden_layers", None)))
     target_fn = None
     if cfg.warmup.targets == "answer-key":
         answer, judge = build_answer_model(cfg)
         cache = BaselineCache()
-        targets = [target_state(i, answer, cache, style=cfg.warmup.target_style) for i, _ in data]
+        targets = [target_state(i, answer, cache, style=cfg.warmup.target_style, margin=cfg.warmup.target_margin)
+                   for i, _ in data]
         target_fn = lambda k, rng: targets[k][0]  # noqa: E731 - the index is the prompt's
         if log:
             log.write({"phase": "warmup", "targets": len(targets),
@@ -421,7 +421,6 @@ def prepare(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | 
     """Data, baseline cache, policy model (after the warm-up), reward function and GRPOTrainer."""
     import torch
     from datasets import Dataset
-    from peft import LoraConfig
     from trl import GRPOConfig, GRPOTrainer
 
     t_start = time.time()
@@ -475,8 +474,7 @@ def prepare(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | 
     reward_fn = StateRewardFn(kept, answer, baseline, cfg, judge)
     peft_config = None
     if cfg.lora.enabled and not hasattr(model, "peft_config"):  # a LoRA warm-up already wrapped the model
-        peft_config = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
-                                 target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
+        peft_config = cfg.lora.peft_config(getattr(model.config, "num_hidden_layers", None))
     trainer = GRPOTrainer(model=model, reward_funcs=[reward_fn], args=GRPOConfig(**cfg.grpo_args()),
                           train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=peft_config,
                           callbacks=make_callbacks(cfg, writer, eval_fn if held else None, keeper))
