@@ -20,7 +20,7 @@ def test_top_layers_adapts_only_the_last_blocks_and_the_warmup_moves_them() -> N
                                          "warmup.batch_size=2", "warmup.targets=all", "warmup.sampling=epochs",
                                          "model.tiny.num_hidden_layers=3", "data.synthetic.n=6"])
     insts = synthetic_set(cfg, 6, cfg.seed)
-    data = [(i, prompt_messages(i, cfg)) for i in insts]
+    data = [(i, p) for i in insts if (p := prompt_messages(i, cfg)) is not None]
     tok = load_tokenizer(cfg.model, [m["content"] for _, p in data for m in p] + ["F1: use | evidence | high"])
     model = load_model(cfg.model, tok, cfg.seed)
     # wrap without training (steps 0), then train and compare: lora_B starts at zero and must move
