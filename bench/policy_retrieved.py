@@ -56,6 +56,9 @@ def main(argv: list[str] | None = None) -> int:
                     "stratified sample where generation is slow).")
     ap.add_argument("--max-new-tokens", type=int, default=None, help="Learned policy's cap (default: the config's "
                     "max_completion_length).")
+    ap.add_argument("--batch", type=int, default=1, help="Learned policy: held-out prompts per generate call "
+                    "(left-padded, greedy). Latency is still timed per request, on --latency-rows rows alone.")
+    ap.add_argument("--latency-rows", type=int, default=10, help="With --batch > 1: rows timed one at a time.")
     ap.add_argument("--out", default=None, help="Write summary.json here.")
     ns = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -102,13 +105,25 @@ def main(argv: list[str] | None = None) -> int:
     if ns.checkpoint:
         from policy.learned import LocalLearnedPolicy
 
-        pol = LocalLearnedPolicy.from_checkpoint(ns.checkpoint, temperature=0.0,
+        pol = LocalLearnedPolicy.from_checkpoint(ns.checkpoint, temperature=0.0, merge=True,
                                                  max_new_tokens=ns.max_new_tokens or cfg.max_completion_length)
-        texts, ms, parsed = [], [], []
-        for i, rt in zip(insts, rule_texts):
-            t0 = time.perf_counter()
-            text = pol.generate([pol.prompt_text(i.request, i.bundle(), i.choices)])[0]
-            ms.append((time.perf_counter() - t0) * 1e3)
+        prompts = [pol.prompt_text(i.request, i.bundle(), i.choices) for i in insts]
+        raw: list[str] = []
+        ms: list[float] = []
+        if ns.batch > 1:
+            for s in range(0, len(prompts), ns.batch):
+                raw.extend(pol.generate(prompts[s:s + ns.batch]))
+            for p in prompts[: ns.latency_rows]:  # what one request costs: prompt + state, alone
+                t0 = time.perf_counter()
+                pol.generate([p])
+                ms.append((time.perf_counter() - t0) * 1e3)
+        else:
+            for p in prompts:
+                t0 = time.perf_counter()
+                raw.append(pol.generate([p])[0])
+                ms.append((time.perf_counter() - t0) * 1e3)
+        texts, parsed = [], []
+        for i, rt, text in zip(insts, rule_texts, raw):
             try:
                 parse_state(text, i.aliases)
                 parsed.append(True)
@@ -121,6 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         acc["learned"] = [b.score_with or 0.0 for b in bds]
         rew["learned"] = [b.reward or 0.0 for b in bds]
         summary["parse_rate"] = round(sum(parsed) / max(len(parsed), 1), 4)
+        summary["fallbacks"] = len(parsed) - sum(parsed)
+        summary["latency_rows"] = len(ms)
+        summary["states"] = [{"id": i.instance_id, "family": f, "parsed": ok, "text": t}
+                             for i, f, ok, t in zip(insts, fams, parsed, raw)]
         summary["latency_ms_p50"]["learned"] = round(statistics.median(ms), 1)
         diff = [a - b for a, b in zip(acc["learned"], acc["rule"])]
         summary["ci_learned_minus_rule"] = {"mean": round(sum(diff) / max(len(diff), 1), 4),
@@ -133,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     if ns.out:
         Path(ns.out).mkdir(parents=True, exist_ok=True)
         Path(ns.out, "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    print(json.dumps(summary, indent=2))
+    print(json.dumps({k: v for k, v in summary.items() if k != "states"}, indent=2))  # states: in --out only
     return 0
 
 

@@ -30,6 +30,26 @@ class LoraSettings(BaseModel):
     dropout: float = Field(default=0.0, ge=0, lt=1, description="LoRA dropout.")
     target_modules: list[str] | Literal["all-linear"] = Field(
         default="all-linear", description="Modules to adapt; all-linear excludes lm_head, which vLLM LoRA needs.")
+    top_layers: int | None = Field(
+        default=None, ge=1, description="Adapt only the last N transformer blocks (None: all). Backward then stops "
+        "at the lowest adapted block: with 12 of SmolLM2-135M's 30 blocks a CPU step costs ~half.")
+
+    def peft_config(self, num_layers: int | None = None) -> Any:
+        """The PEFT LoraConfig these settings describe (``num_layers``: the base model's block count,
+        needed with ``top_layers``)."""
+        from peft import LoraConfig
+
+        layers = None
+        if self.top_layers is not None:
+            if num_layers is None:
+                raise ValueError("lora.top_layers needs the base model's number of layers")
+            if isinstance(self.target_modules, str):
+                raise ValueError("lora.top_layers needs lora.target_modules as a list of module names (PEFT "
+                                 "cannot restrict all-linear to some layers), e.g. [q_proj, k_proj, v_proj, o_proj, "
+                                 "gate_proj, up_proj, down_proj]")
+            layers = list(range(max(num_layers - self.top_layers, 0), num_layers))
+        return LoraConfig(r=self.r, lora_alpha=self.alpha, lora_dropout=self.dropout,
+                          target_modules=self.target_modules, task_type="CAUSAL_LM", layers_to_transform=layers)
 
 
 class DataConfig(BaseModel):
@@ -95,6 +115,17 @@ class WarmupSettings(BaseModel):
     roles: Literal["random", "descriptive"] = Field(
         default="descriptive", description="Warm-up roles: random, or copied from the relational state — what a "
         "fact *is*, never whether to use it (see policy/warmup.py).")
+    target_style: Literal["full", "facts"] = Field(
+        default="full", description="targets=answer-key: full = the chosen state as policy/targets.py renders it "
+        "(fact lines + the rule baseline's RULE lines); facts = fact lines only. The reader never reads rules, so "
+        "both earn the same reward; facts is 2-3x shorter to learn and to generate on CPU.")
+    target_margin: float = Field(
+        default=0.0, ge=0, description="targets=answer-key: a correction replaces the rule baseline's state only "
+        "when it earns more than this above it (policy/targets.py target_state); 0 = any gain.")
+    sampling: Literal["replacement", "epochs"] = Field(
+        default="replacement", description="Which prompt each warm-up example comes from: replacement = uniform "
+        "draws (the original behaviour); epochs = every prompt once per pass, reshuffled each pass — with a few "
+        "hundred instances no instance is skipped and none repeated within a pass.")
 
 
 class TrainConfig(BaseModel):

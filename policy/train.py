@@ -330,18 +330,18 @@ def build_policy_model(cfg: TrainConfig, data: Sequence[tuple[TrainingInstance, 
 def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[TrainingInstance, list[dict[str, str]]]],
                 log: MetricsWriter | None) -> Any:
     """Wrap ``model`` in a fresh LoRA adapter and train it on the warm-up targets; returns the PeftModel."""
-    from peft import LoraConfig, get_peft_model
+    from peft import get_peft_model
 
     from policy.targets import target_state
     from policy.warmup import format_warmup
 
-    model = get_peft_model(model, LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
-                                             target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM"))
+    model = get_peft_model(model, cfg.lora.peft_config(getattr(model.config, "num_hidden_layers", None)))
     target_fn = None
     if cfg.warmup.targets == "answer-key":
         answer, judge = build_answer_model(cfg)
         cache = BaselineCache()
-        targets = [target_state(i, answer, cache) for i, _ in data]
+        targets = [target_state(i, answer, cache, style=cfg.warmup.target_style, margin=cfg.warmup.target_margin)
+                   for i, _ in data]
         target_fn = lambda k, rng: targets[k][0]  # noqa: E731 - the index is the prompt's
         if log:
             log.write({"phase": "warmup", "targets": len(targets),
@@ -351,7 +351,7 @@ def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[Tra
                            targets="all" if cfg.warmup.targets == "answer-key" else cfg.warmup.targets,
                            subset_max=cfg.warmup.subset_max, decisions=cfg.warmup.decisions,
                            lr=cfg.warmup.learning_rate, batch_size=cfg.warmup.batch_size, seed=cfg.seed,
-                           log_every=1, target_fn=target_fn)
+                           log_every=1, target_fn=target_fn, sampling=cfg.warmup.sampling)
     if log:
         for row in losses:
             log.write({"phase": "warmup", **row})
@@ -388,9 +388,10 @@ def make_callbacks(cfg: TrainConfig, writer: MetricsWriter, eval_fn: Any,
     class _HeldOut(TrainerCallback):  # type: ignore[misc]
         def on_step_end(self, args: Any, state: Any, control: Any, model: Any = None, **kw: Any) -> None:
             if cfg.eval_every and state.global_step % cfg.eval_every == 0 and state.is_world_process_zero:
-                res = eval_fn(model)
-                writer.write({"phase": "heldout", "step": state.global_step,
-                              **{f"heldout/{k}": v for k, v in res.items()}})
+                if eval_fn is not None:  # None: no held-out set during training (data.n_eval 0)
+                    res = eval_fn(model)
+                    writer.write({"phase": "heldout", "step": state.global_step,
+                                  **{f"heldout/{k}": v for k, v in res.items()}})
                 if keeper is not None:
                     val = keeper.consider(model, state.global_step)
                     writer.write({"phase": "validation", "step": state.global_step,
@@ -420,7 +421,6 @@ def prepare(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | 
     """Data, baseline cache, policy model (after the warm-up), reward function and GRPOTrainer."""
     import torch
     from datasets import Dataset
-    from peft import LoraConfig
     from trl import GRPOConfig, GRPOTrainer
 
     t_start = time.time()
@@ -474,11 +474,10 @@ def prepare(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | 
     reward_fn = StateRewardFn(kept, answer, baseline, cfg, judge)
     peft_config = None
     if cfg.lora.enabled and not hasattr(model, "peft_config"):  # a LoRA warm-up already wrapped the model
-        peft_config = LoraConfig(r=cfg.lora.r, lora_alpha=cfg.lora.alpha, lora_dropout=cfg.lora.dropout,
-                                 target_modules=cfg.lora.target_modules, task_type="CAUSAL_LM")
+        peft_config = cfg.lora.peft_config(getattr(model.config, "num_hidden_layers", None))
     trainer = GRPOTrainer(model=model, reward_funcs=[reward_fn], args=GRPOConfig(**cfg.grpo_args()),
                           train_dataset=Dataset.from_list(rows), processing_class=tok, peft_config=peft_config,
-                          callbacks=make_callbacks(cfg, writer, eval_fn, keeper))
+                          callbacks=make_callbacks(cfg, writer, eval_fn if held else None, keeper))
     if keeper is not None:  # step 0 competes too: if GRPO never beats the start, best/ is the start
         res0 = keeper.consider(trainer.model, 0)
         writer.write({"phase": "validation", "step": 0, **{f"val/{k}": v for k, v in res0.items()}})

@@ -83,15 +83,39 @@ def warmup_target(aliases: Sequence[str], rng: random.Random, targets: str,
     return random_state(aliases, rng, roles, decisions)
 
 
+class PromptSampler:
+    """Which prompt the next warm-up example comes from: ``replacement`` (uniform draws, the original
+    behaviour, same rng calls as before) or ``epochs`` (each prompt once per pass, reshuffled per pass).
+
+    >>> s = PromptSampler(3, random.Random(0), "epochs")
+    >>> sorted(s.draw() for _ in range(3)), sorted(s.draw() for _ in range(3))
+    ([0, 1, 2], [0, 1, 2])
+    """
+
+    def __init__(self, n: int, rng: random.Random, sampling: str = "replacement"):
+        self.n, self.rng, self.sampling = n, rng, sampling
+        self.order: list[int] = []
+
+    def draw(self) -> int:
+        if self.sampling != "epochs":
+            return self.rng.randrange(self.n)
+        if not self.order:
+            self.order = self.rng.sample(range(self.n), self.n)
+        return self.order.pop()
+
+
 def format_warmup(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str, str]]],
                   aliases: Sequence[Sequence[str]], *, steps: int, targets: str = "subset",
                   roles: Sequence[Sequence[str]] | None = None, subset_max: int = 3, decisions: str = "random",
                   lr: float = 1e-3, batch_size: int = 8, seed: int = 0, log_every: int = 25,
-                  target_fn: Callable[[int, random.Random], str] | None = None) -> list[dict[str, float]]:
+                  target_fn: Callable[[int, random.Random], str] | None = None,
+                  sampling: str = "replacement") -> list[dict[str, float]]:
     """Train ``model`` in place for ``steps`` batches; returns the loss log (step, loss).
 
     ``target_fn(prompt_index, rng)`` replaces the random targets — bench/policy_probe.py uses it to
-    train on the answer key, asking whether the model can represent the skill GRPO has to find."""
+    train on the answer key, asking whether the model can represent the skill GRPO has to find.
+    ``sampling``: ``replacement`` draws prompts uniformly; ``epochs`` takes every prompt once per pass
+    (a fresh shuffle each pass), so a short warm-up over a few hundred instances covers all of them."""
     import torch
 
     rng = random.Random(f"warmup:{seed}")
@@ -101,8 +125,9 @@ def format_warmup(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str, s
     model.train()
     log: list[dict[str, float]] = []
     eos = tokenizer.eos_token
+    sampler = PromptSampler(len(prompts), rng, sampling)
     for step in range(1, steps + 1):
-        idx = [rng.randrange(len(prompts)) for _ in range(batch_size)]
+        idx = [sampler.draw() for _ in range(batch_size)]
         rows = []
         for i in idx:
             p = tokenizer.apply_chat_template(prompts[i], tokenize=False, add_generation_prompt=True)

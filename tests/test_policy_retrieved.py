@@ -146,3 +146,35 @@ def test_smollm2_config_loads_and_validation_needs_eval_steps() -> None:
         load_config("grpo-cpu-smollm2", ["eval_every=0"])
     with pytest.raises(ValueError, match="answer-key"):
         load_config("grpo-cpu-smollm2", ["lora.enabled=false"])
+
+
+def test_facts_style_targets_drop_rules_and_earn_the_same_reward() -> None:
+    from policy.targets import target_state
+
+    cache = BaselineCache()
+    for inst in (BELIEF, PREF):
+        full, r_full = target_state(inst, V2, cache)
+        facts, r_facts = target_state(inst, V2, cache, style="facts")
+        assert "RULE:" not in facts and r_facts == r_full  # rules are never read by the reader
+        assert parse_state(facts, inst.aliases).facts == parse_state(full, inst.aliases).facts
+
+
+def test_epoch_sampling_covers_every_prompt_once_per_pass() -> None:
+    import random
+
+    from policy.warmup import PromptSampler
+
+    s = PromptSampler(7, random.Random(3), "epochs")
+    passes = [[s.draw() for _ in range(7)] for _ in range(3)]
+    assert all(sorted(p) == list(range(7)) for p in passes) and passes[0] != passes[1]
+    r = PromptSampler(7, random.Random(3))  # replacement: the original uniform draws
+    ref = random.Random(3)
+    assert [r.draw() for _ in range(5)] == [ref.randrange(7) for _ in range(5)]
+
+
+def test_ship_config_loads() -> None:
+    from policy.config import load_config
+
+    cfg = load_config("grpo-cpu-smollm2-ship")
+    assert cfg.data.prompt == "policy_short_v1" and cfg.warmup.target_style == "facts" and cfg.num_threads == 1
+    assert cfg.warmup.sampling == "epochs" and cfg.reward.max_state_tokens <= cfg.max_completion_length
