@@ -23,6 +23,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -91,27 +92,23 @@ def main(argv: list[str] | None = None) -> int:
     out["fwd_bwd_s"] = {"p50": round(statistics.median(times), 2), "seq_tokens": int(ids.shape[1])}
     model.eval()
     enc = tok(prompts[k], return_tensors="pt", add_special_tokens=False)
-    with torch.no_grad():
-        t0 = time.perf_counter()
-        model.generate(**enc, max_new_tokens=1, min_new_tokens=1, do_sample=False, pad_token_id=tok.pad_token_id)
-        prefill = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        model.generate(**enc, max_new_tokens=ns.gen_tokens, min_new_tokens=ns.gen_tokens, do_sample=False,
-                       pad_token_id=tok.pad_token_id)
-        total = time.perf_counter() - t0
-    out["generation"] = {"prefill_s": round(prefill, 2), "prompt_tokens": int(enc["input_ids"].shape[1]),
-                         "decode_tokens_per_s": round((ns.gen_tokens - 1) / max(total - prefill, 1e-6), 1)}
-    merged = model.merge_and_unload()  # what serving and the held-out bench run: the adapter folded in
-    with torch.no_grad():
-        t0 = time.perf_counter()
-        merged.generate(**enc, max_new_tokens=1, min_new_tokens=1, do_sample=False, pad_token_id=tok.pad_token_id)
-        prefill = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        merged.generate(**enc, max_new_tokens=ns.gen_tokens, min_new_tokens=ns.gen_tokens, do_sample=False,
-                        pad_token_id=tok.pad_token_id)
-        total = time.perf_counter() - t0
-    out["generation_merged"] = {"prefill_s": round(prefill, 2),
-                                "decode_tokens_per_s": round((ns.gen_tokens - 1) / max(total - prefill, 1e-6), 1)}
+
+    def generation_speed(m: Any) -> dict[str, float]:
+        """Prefill time (one token) and decode rate (the rest) of a greedy generation from ``enc``."""
+        kw = dict(do_sample=False, pad_token_id=tok.pad_token_id)
+        with torch.no_grad():
+            t0 = time.perf_counter()
+            m.generate(**enc, max_new_tokens=1, min_new_tokens=1, **kw)
+            prefill = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            m.generate(**enc, max_new_tokens=ns.gen_tokens, min_new_tokens=ns.gen_tokens, **kw)
+            total = time.perf_counter() - t0
+        return {"prefill_s": round(prefill, 2),
+                "decode_tokens_per_s": round((ns.gen_tokens - 1) / max(total - prefill, 1e-6), 1)}
+
+    out["generation"] = {**generation_speed(model), "prompt_tokens": int(enc["input_ids"].shape[1])}
+    # what serving and the held-out bench run: the adapter folded in
+    out["generation_merged"] = generation_speed(model.merge_and_unload())
     print(json.dumps(out, indent=2))
     return 0
 
