@@ -19,6 +19,16 @@ from induction.resolve import Neighbour, Resolution, ResolvedFact
 from llmclients.embeddings import HashEmbedder
 
 
+def assert_round_trip(m: RelationModel, X: np.ndarray, where: Path, short: int) -> None:
+    """Saved and loaded, ``m`` predicts the same; a row with only ``short`` columns is refused."""
+    where.mkdir()
+    m.save(where, "m")
+    back = RelationModel.load(where, "m")
+    assert np.allclose(back.predict_proba(X), m.predict_proba(X), atol=1e-6)
+    with pytest.raises(ValueError):
+        back.predict_proba(X[:, :short])
+
+
 def test_features_are_fixed_width_and_see_holders_and_cues() -> None:
     new = FactView("I no longer enjoy jazz; these days I prefer techno.", "preference", "user", change=True, negation=True)
     old = FactView("An independent evaluation found that Atlas is faster.", "belief", "document")
@@ -44,11 +54,7 @@ def test_fit_is_deterministic_learns_and_round_trips(tmp_path: Path, hidden: int
     s = scores(y, a.predict_proba(X).argmax(1))
     assert s["accuracy"] > 0.9 and s["supersedes/f1"] > 0.8
     a.manifest = {"labels": list(LABELS), "config": {"pair_embedding": False}}
-    a.save(tmp_path, "m")
-    back = RelationModel.load(tmp_path, "m")
-    assert np.allclose(back.predict_proba(X), a.predict_proba(X), atol=1e-6)
-    with pytest.raises(ValueError):
-        back.predict_proba(X[:, :4])
+    assert_round_trip(a, X, tmp_path / "m", short=4)
 
 
 class _Always(RelationModel):
@@ -240,11 +246,7 @@ def test_pair_projection_is_part_of_the_artefact(tmp_path: Path) -> None:
     assert m.proj is not None and m.proj.shape == (20, 4) and m.mean.shape == (7,) and m.n_features == 23
     assert np.array_equal(m.predict_proba(X), fit(X, y, FitParams(epochs=150, lr=0.05, pair_dims=4, pair_cols=20)).predict_proba(X))
     m.manifest = {"labels": list(LABELS), "config": {"pair_embedding": True}}
-    m.save(tmp_path, "p")
-    back = RelationModel.load(tmp_path, "p")
-    assert np.allclose(back.predict_proba(X), m.predict_proba(X), atol=1e-6)
-    with pytest.raises(ValueError):
-        back.predict_proba(X[:, :7])
+    assert_round_trip(m, X, tmp_path / "p", short=7)
 
 
 def test_rows_sharing_a_persona_sentence_fold_together() -> None:
