@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import re
 import time
 
@@ -163,22 +164,25 @@ PATHOLOGICAL = [
 
 @pytest.mark.parametrize("query", PATHOLOGICAL)
 def test_pathological_input_is_fast(query: str) -> None:
-    """Linear lexer, bounded recursion: refused or compiled in well under 100 ms of CPU (CPU time, not
-    wall time: CI machines are shared; bench/cypher.py reports wall time)."""
+    """Linear lexer, bounded recursion: refused or compiled in well under 100 ms of CPU. This thread's
+    CPU time: not wall time (CI machines are shared; bench/cypher.py reports wall time), and not the
+    process's, which also counts other tests' background threads (once 0.44 s in a full suite run)."""
     assert len(query) <= MAX_QUERY_CHARS
-    t = time.process_time()
+    gc.collect()  # a collection owed by earlier tests is not this query's cost
+    t = time.thread_time()
     try:
         compile_query(query, None, "maya")
     except CypherRefused:
         pass
-    assert time.process_time() - t < 0.1
+    assert time.thread_time() - t < 0.1
 
 
 def test_ten_thousand_characters_are_refused_at_once() -> None:
-    t = time.process_time()
+    gc.collect()
+    t = time.thread_time()
     with pytest.raises(CypherRefused, match="limit is 4000"):
         tokenize("MATCH (a) RETURN " + "(" * 10_000)
-    assert time.process_time() - t < 0.01
+    assert time.thread_time() - t < 0.01
 
 
 def test_comments_are_whitespace_not_glue() -> None:
