@@ -12,6 +12,7 @@ can be an outdated sentence; when that sentence is (rightly) superseded, plain `
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -44,11 +45,16 @@ def main() -> None:
     ap.add_argument("--adjudicator", default="model")
     ap.add_argument("--only", nargs="*", default=None, help="Row ids to run (default: all in the range).")
     ap.add_argument("--quiet", action="store_true", help="Only the per-row line and the totals.")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON",
+                    help="Relation-model settings (induction.config.RelationModelConfig), e.g. change_needs_reversal=true.")
     a = ap.parse_args()
     s = Settings()
     s.store.path = str(Path(tempfile.mkdtemp(prefix="evomem-vmsrows-")) / "store")
     mem = Memory.from_settings(s)
-    ing = make_ingestor(mem, IngestConfig(adjudicator=a.adjudicator))  # type: ignore[arg-type]
+    cfg = IngestConfig(adjudicator=a.adjudicator)  # type: ignore[arg-type]
+    over = {k: json.loads(v) for k, v in (x.split("=", 1) for x in a.set)}
+    cfg.relations = cfg.relations.model_validate(cfg.relations.model_dump() | over)
+    ing = make_ingestor(mem, cfg)
     rows = load_memsyco(Path(a.data) / "valid_memory_selection.jsonl")
     rows = [r for r in rows if r.policy == "update" or any(i.status == "current" for i in r.items)]
     rows = rows[a.skip_rows: a.skip_rows + a.rows]

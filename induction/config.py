@@ -102,6 +102,14 @@ class RelationModelConfig(_Cfg):
                                                 "once whole turns are included.")
     turn_change_evidence: bool = Field(default=True, description="A change cue on another sentence of the new fact's "
                                        "turn counts as the newer statement saying something changed.")
+    turn_needs_reversal: bool = Field(default=True, description="Whole-turn replacement only when the new fact's turn "
+                                      "turns against something (graph.rules.reverses: but, instead, no longer, "
+                                      "switched, realized…); a turn that only says now / lately elaborates.")
+    change_needs_reversal: bool = Field(default=True, description="Any replacement needs the new fact's turn to turn "
+                                        "against something (graph.rules.reverses) or the opposite polarity; off: a "
+                                        "now / lately shift word is enough for a state.")
+    continuation_blocks: bool = Field(default=True, description="A statement that says the earlier state persists or "
+                                      "adds to it (graph.rules.continues: still, too, also, as well) replaces nothing.")
     cache_vectors: int = Field(default=50000, ge=0, description="Sentence vectors of stored facts kept in memory "
                                "(stored facts carry no vectors in the snapshot; a miss is embedded again).")
 

@@ -174,6 +174,29 @@ def test_a_replacement_covers_the_whole_earlier_turn() -> None:
     assert near.adjudicate(_resolution(c, [turn[0]]), snap).decisions[0].supersedes == ["old"]
 
 
+def test_an_elaboration_or_a_continuation_replaces_nothing() -> None:
+    """LoCoMo's "now" mostly reports progress on the same path: only a turn that turns against something
+    (graph.rules.reverses) or says the opposite replaces; "still" / "too" say the old state persists."""
+    adj = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig())
+    old = [_fact("old", "My goal is to give kids a loving home.", "preference")]
+
+    def sup(*statements: str) -> list[str]:
+        cs = [_cand(f"n{k}", st, "preference", seq=2) for k, st in enumerate(statements)]
+        res = _resolution(cs[0], old)
+        res.facts.extend(ResolvedFact(candidate=c, embedding=tuple([0.0] * 8), concept_id="u::c::x", neighbours=[])
+                         for c in cs[1:])
+        return adj.adjudicate(res, Snapshot(user_id="u")).decisions[0].supersedes
+
+    assert sup("Now I'm passionate about creating a safe place for people to grow.") == []
+    assert sup("Now I want to help people go through it too.", "I've realized adoption isn't for me.") == []
+    # the same sentence in a turn that turns against the old plan does replace it
+    assert sup("Now I'm passionate about creating a safe place for people to grow.",
+               "I've realized adoption isn't for me.") == ["old"]
+    lenient = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig(change_needs_reversal=False))
+    assert lenient.adjudicate(_resolution(_cand("n", "Now I'm passionate about helping people grow.", "preference", seq=2),
+                                          old), Snapshot(user_id="u")).decisions[0].supersedes == ["old"]
+
+
 def test_duplicates_need_the_same_holder_and_superseded_facts_are_not_candidates() -> None:
     adj = ModelAdjudicator(_Always("duplicate"), HashEmbedder(8), RelationModelConfig())
     c = _cand("new", "I love jazz.", "preference", seq=2)

@@ -7,7 +7,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from graph.models import Fact, Relation
-from graph.rules import (change_evidenced, can_conflict, can_supersede, derive_state, derive_validity, has_cycle, holds_state,
+from graph.rules import (change_evidenced, can_conflict, can_supersede, continues, derive_state, derive_validity, has_cycle,
+                         holds_state, reverses,
                          may_conflict, may_supersede, may_supersede_sibling, edge_kinds_allowed)
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -192,6 +193,12 @@ HOLDS_STATE_CASES = [
     ("Let me fill you in.", False),
     ("I have an update: I switched to tea.", True),
     ("I love sharing updates with my friends.", True),
+    # a shared photo shows something; it holds no state of its own
+    ("Gina: shared an image: a photo of a clothing store with a variety of clothes on display", False),
+    ("shared an image: a photography of a group of children making clay sculptures", False),
+    ("[image: a dog on a beach]", False),
+    ("I shared an image of my new store on my blog and love it.", True),
+    ("I love taking photos of birds.", True),
     ("", False),
 ]
 
@@ -215,3 +222,35 @@ def test_may_supersede_sibling(nk: str, sk: str, nh: str, sh: str, ok: bool) -> 
     assert edge_kinds_allowed(nk, sk) is (ok or nh != sh)  # the store accepts every edge the adjudicator may make
     if sk == "circumstance" and nk in ("preference", "belief"):
         assert not may_supersede(nk, sk, nh, sh, True)  # only as a sibling, never on its own
+
+
+@pytest.mark.parametrize("turn,ok", [
+    # a change of direction turns against something
+    (["I've shifted my focus.", "I'm now really drawn to West African drumming."], True),
+    (["I tried that playful approach, but it just didn't feel right for me."], True),
+    (["I no longer enjoy jazz."], True),
+    (["I'm actually more curious about Indian classical music theory now."], True),
+    (["I really prefer techno now."], True),
+    (["Lately I realized that theory isn't my forte."], True),
+    # "now" / "lately" alone report progress on the same path (LoCoMo)
+    (["Now I'm passionate about creating a safe, inviting place for people to grow."], False),
+    (["Growing my customer base is the main focus right now."], False),
+    (["We love painting together lately, especially nature-inspired ones."], False),
+    (["I'm not giving up!", "I'm trying to juggle studying with my reading hobby."], False),
+    ([], False),
+])
+def test_reverses(turn: list[str], ok: bool) -> None:
+    assert reverses(turn) is ok
+
+
+@pytest.mark.parametrize("statement,ok", [
+    ("Still can't seem to find any dog-friendly spots to rent.", True),
+    ("Now I want to help people go through it too.", True),
+    ("I totally agree that we should fight for more money for our schools.", True),
+    ("I also love baking.", True),
+    ("I still like jazz, but I prefer techno now.", False),  # turns against the old view
+    ("I switched to tea.", False),
+    ("I love painting lately.", False),
+])
+def test_continues(statement: str, ok: bool) -> None:
+    assert continues(statement) is ok

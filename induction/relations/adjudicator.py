@@ -17,8 +17,8 @@ from functools import lru_cache
 from collections.abc import Sequence
 import numpy as np
 
-from graph.rules import (EVIDENCE_HOLDERS, change_evidenced, holds_state, may_conflict, may_supersede,
-                         may_supersede_sibling)
+from graph.rules import (EVIDENCE_HOLDERS, change_evidenced, continues, holds_state, may_conflict, may_supersede,
+                         may_supersede_sibling, reverses)
 from graph.snapshot import Snapshot
 from induction.adjudicate import Adjudication, Decision, RuleAdjudicator, _base
 from induction.extract import CandidateFact
@@ -159,8 +159,13 @@ class ModelAdjudicator:
                 own = _own_cue(c)
                 change = own or (cfg.turn_change_evidence and new.turn_change)
                 # a statement of a turn that reported a change is replaced only on the new fact's own cue
-                said = [change_evidenced(v.kind, own if v.turn_change or v.kind in _HISTORY else change, shift,
-                                         new.negation != v.negation, old_reports_change=v.turn_change)
+                # a turn that only says now / lately elaborates; one that turns against something changes direction
+                rev = turns.reverses(c.source_turn_ids[0])
+                cont = cfg.continuation_blocks and continues(new.statement)
+                said = [(change_evidenced(v.kind, own if v.turn_change or v.kind in _HISTORY else change, shift,
+                                          new.negation != v.negation, old_reports_change=v.turn_change)
+                         and not cont
+                         and (rev or new.negation != v.negation or not cfg.change_needs_reversal))
                         or not cfg.require_change_evidence for v in views]
                 stateful = holds_state(new.statement)
                 self._decide(d, c.kind, c.kind_certain, c.holder, cands, P, res, by_id, kinds,
@@ -169,7 +174,7 @@ class ModelAdjudicator:
                              stateful=[stateful and holds_state(v.statement) for v in views],
                              person_ok=[(c.holder in EVIDENCE_HOLDERS or stateful)
                                         and (v.holder in EVIDENCE_HOLDERS or holds_state(v.statement)) for v in views])
-                if d.supersedes and cfg.supersede_turn:
+                if d.supersedes and cfg.supersede_turn and (rev or not cfg.turn_needs_reversal):
                     self._whole_turns(d, c.kind, c.holder, turns, closed, kinds, by_id, res,
                                       np.asarray(r.embedding, dtype=np.float32), own_change=own)
             closed.update(d.supersedes)
@@ -283,6 +288,7 @@ class _Turns:
     def __init__(self, res: Resolution, snap: Snapshot):
         self.res, self.snap = res, snap
         self._changed: dict[str, bool] = {}
+        self._reverses: dict[str, bool] = {}
         self._by_turn: dict[str, list[str]] | None = None
         self._superseded: set[str] | None = None
         for r in res.facts:
@@ -290,6 +296,13 @@ class _Turns:
             t = c.source_turn_ids[0]
             self._changed[t] = self._changed.get(t, False) or "change" in c.cues or turn_shift(c.statement)
         self._batch = {r.candidate.fact_id: r for r in res.facts}
+
+    def reverses(self, turn: str) -> bool:
+        """Does this batch's ``turn`` turn against something (graph.rules.reverses)?"""
+        if turn not in self._reverses:
+            self._reverses[turn] = reverses(r.candidate.statement for r in self.res.facts
+                                            if r.candidate.source_turn_ids[0] == turn)
+        return self._reverses[turn]
 
     def changed(self, turn: str) -> bool:
         if turn not in self._changed:
