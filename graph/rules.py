@@ -15,11 +15,13 @@ from graph.models import Fact, Relation, RelationalState, RelationView, Validity
 # a preference can be replaced by a newer preference or a constraint, not by an event).
 # An experience or event is history, but what it implied can be outgrown: "I went to a fusion festival and
 # loved it" is replaced, as a guide to what the user wants, by a later "fusion feels overproduced now".
+# A changed view does the same ("now I believe blending genres waters down the traditions" replaces "it was
+# enlightening to explore how genres merge"): the offline extractor tells belief from preference by wording only.
 # A plan is replaced by a changed preference ("the trips I hope to make" -> "I've done a complete 180 on
 # travel; no more trip planning for me").
 SUPERSEDE_COMPATIBLE: Mapping[str, frozenset[str]] = {
     "preference": frozenset({"preference", "constraint", "belief", "experience", "event", "plan"}),
-    "belief": frozenset({"belief", "preference"}),
+    "belief": frozenset({"belief", "preference", "experience"}),
     "circumstance": frozenset({"circumstance", "constraint", "event", "experience"}),
     "constraint": frozenset({"constraint", "circumstance", "preference", "experience"}),
     "plan": frozenset({"plan", "event", "circumstance"}),

@@ -197,6 +197,25 @@ def test_an_elaboration_or_a_continuation_replaces_nothing() -> None:
                                           old), Snapshot(user_id="u")).decisions[0].supersedes == ["old"]
 
 
+def test_an_old_turn_that_only_said_lately_reported_no_change() -> None:
+    """A turn that reported a change is replaced only on the new fact's own cue (graph.rules.change_evidenced);
+    "it's been quite exhilarating lately" reported none, so a later turn that turns against it replaces it."""
+    old = Fact(fact_id="old", user_id="u", statement="I've been diving into movie trivia, and it's been exhilarating lately.",
+               kind="preference", source_turn_ids=("s:1",))
+    snap = Snapshot(user_id="u", facts={"old": old})
+    new = _cand("n0", "I'd like to dive into film history on my own.", "preference", seq=2, cues=())
+    why = _cand("n1", "I've realized that competitive trivia has become more stressful than fun.", "circumstance", seq=2,
+                cues=())
+
+    def sup(cfg: RelationModelConfig) -> list[str]:
+        res = _resolution(new, [old])
+        res.facts.append(ResolvedFact(candidate=why, embedding=tuple([0.0] * 8), concept_id="u::c::x", neighbours=[]))
+        return ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), cfg).adjudicate(res, snap).decisions[0].supersedes
+
+    assert sup(RelationModelConfig()) == ["old"]
+    assert sup(RelationModelConfig(change_needs_reversal=False)) == []  # the old reading: "lately" reported a change
+
+
 def test_duplicates_need_the_same_holder_and_superseded_facts_are_not_candidates() -> None:
     adj = ModelAdjudicator(_Always("duplicate"), HashEmbedder(8), RelationModelConfig())
     c = _cand("new", "I love jazz.", "preference", seq=2)

@@ -53,6 +53,7 @@ SUPERSEDE_CASES = [
     ("plan", "plan", True),
     ("event", "plan", True),
     ("belief", "event", False),
+    ("belief", "experience", True),  # a changed view outgrows what an experience implied, as a preference does
     ("circumstance", "circumstance", True),
     ("preference", "experience", True),  # an experience outgrown: what it implied is replaced
     ("preference", "event", True),

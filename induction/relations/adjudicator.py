@@ -162,11 +162,15 @@ class ModelAdjudicator:
                 # a turn that only says now / lately elaborates; one that turns against something changes direction
                 rev = turns.reverses(c.source_turn_ids[0])
                 cont = cfg.continuation_blocks and continues(new.statement)
-                said = [(change_evidenced(v.kind, own if v.turn_change or v.kind in _HISTORY else change, shift,
-                                          new.negation != v.negation, old_reports_change=v.turn_change)
+                # an older turn reported a change only if it turned against something too ("it's been quite
+                # exhilarating lately" is no report of a change that a later "I'd rather…" must respect)
+                reported = [v.turn_change and (not cfg.change_needs_reversal or turns.reverses(turns.turn_of(n.fact_id)))
+                            for n, v in zip(cands, views)]
+                said = [(change_evidenced(v.kind, own if was or v.kind in _HISTORY else change, shift,
+                                          new.negation != v.negation, old_reports_change=was)
                          and not cont
                          and (rev or new.negation != v.negation or not cfg.change_needs_reversal))
-                        or not cfg.require_change_evidence for v in views]
+                        or not cfg.require_change_evidence for v, was in zip(views, reported)]
                 stateful = holds_state(new.statement)
                 self._decide(d, c.kind, c.kind_certain, c.holder, cands, P, res, by_id, kinds,
                              retrospective=bool(PAST_STATE.search(new.statement)),
@@ -297,11 +301,19 @@ class _Turns:
             self._changed[t] = self._changed.get(t, False) or "change" in c.cues or turn_shift(c.statement)
         self._batch = {r.candidate.fact_id: r for r in res.facts}
 
-    def reverses(self, turn: str) -> bool:
-        """Does this batch's ``turn`` turn against something (graph.rules.reverses)?"""
+    def reverses(self, turn: str | None) -> bool:
+        """Does ``turn`` (of this batch or of the store) turn against something (graph.rules.reverses)?"""
+        if turn is None:
+            return False
         if turn not in self._reverses:
-            self._reverses[turn] = reverses(r.candidate.statement for r in self.res.facts
-                                            if r.candidate.source_turn_ids[0] == turn)
+            batch = [r.candidate.statement for r in self.res.facts if r.candidate.source_turn_ids[0] == turn]
+            if batch:
+                self._reverses[turn] = reverses(batch)
+            else:
+                self._index()
+                assert self._by_turn is not None
+                self._reverses[turn] = reverses(f.statement for f in (self.snap.facts.get(i) for i in self._by_turn.get(turn, []))
+                                                if f is not None)
         return self._reverses[turn]
 
     def changed(self, turn: str) -> bool:
