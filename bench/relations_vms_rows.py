@@ -98,6 +98,8 @@ def main() -> None:
         for f in user_facts:
             tag = ("R" if f.fact_id in ret else " ") + {"current": " ", "superseded": "S", "disputed": "D"}.get(val.get(f.fact_id, ""), "?")
             print(f"   {tag} [{f.kind[:5]}] {_turn(f):>3} {f.fact_id[-6:]} {f.statement[:150]}")
+        if r.leaked_fact:
+            print(f"   LEAKED [{r.leaked_kind}]: {r.leaked_fact[:140]}")
         if cf is not None:
             print(f"   CURRENT-FACT {cf.fact_id[-6:]} {val.get(cf.fact_id)}: {cf.statement[:120]}")
         for rel in snap.relations.values():

@@ -136,7 +136,7 @@ def holds_state(statement: str) -> bool:
     s = _HOLDER_PREFIX.sub("", statement.strip(), count=1).strip()
     if not s:
         return False
-    if s.endswith("?") or _QUESTION_START.match(s) or _SHARED_MEDIA.match(s):
+    if s.endswith("?") or _QUESTION_START.match(s) or _SHARED_MEDIA.match(s) or _REQUEST.match(s):
         return False
     return not (_RESPONSE.match(s) or _COMPLIMENT.search(s) or _ANNOUNCEMENT.search(s))
 
@@ -144,6 +144,10 @@ def holds_state(statement: str) -> bool:
 # A shared photo ("shared an image: a photo of a clothing store", the offline extractor's rendering of a LoCoMo
 # caption, or the raw "[image: ...]") shows something; it states no preference or circumstance of its own, and
 # a later remark on the same topic is not an update of it (relations-locomo-edges.md: 2 of 28 wrong edges).
+# A request to the other person ("Take some pics and show me what you enjoy", "Send me the recipe") holds
+# no state of the speaker either.
+_REQUEST = re.compile(r"^(?:please |so |and )?(?:take|show|send|tell|give|bring|check out|look at|come)\b"
+                      r"[^.!?]{0,60}\b(?:me|us)\b", re.I)
 _SHARED_MEDIA = re.compile(r"^(?:\[(?:image|photo|picture)\s*:|(?:shared|sent|posted) (?:an? |the )?(?:image|photo|picture|pic)\b)",
                            re.I)
 _COMPLIMENT = re.compile(r"\byour [\w' -]{1,40}\b(?:is|are|looks?|sounds?|was|were) (?:so |really |truly )?"
@@ -200,6 +204,12 @@ _CONTINUES = re.compile(r"\b(?:still|too|also|as well|even more|more than ever|c
                         r"(?:totally |completely |fully |strongly |so )?agree[sd]?)\b", re.I)
 
 
+# A concessive "but" turns against a difficulty, not against an earlier view ("It's been tough, but I'm living my
+# true self", "Finding self-acceptance was a long process, but now I'm ready to…"): it is no reversal.
+_CONCESSIVE = re.compile(r"\b(?:tough|hard|difficult|a long process|a lot to take in|challenging|rough|scary|"
+                         r"overwhelming|exhausting|stressful|busy)\b[^.!?]{0,30}?\bbut\b", re.I)
+
+
 def reverses(statements: Iterable[str]) -> bool:
     """Does a turn (its statements) turn against something: a contrast, a reversal verb, a realisation?
     ``now`` / ``lately`` alone do not: they report progress on the same path as often as a change.
@@ -209,7 +219,7 @@ def reverses(statements: Iterable[str]) -> bool:
     >>> reverses(["Now I'm passionate about creating a safe place for people to grow."])
     False
     """
-    return any(_REVERSAL.search(s) for s in statements)
+    return any(_REVERSAL.search(_CONCESSIVE.sub(" ", s)) for s in statements)
 
 
 def continues(statement: str) -> bool:

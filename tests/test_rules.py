@@ -200,6 +200,10 @@ HOLDS_STATE_CASES = [
     ("[image: a dog on a beach]", False),
     ("I shared an image of my new store on my blog and love it.", True),
     ("I love taking photos of birds.", True),
+    # a request to the other person
+    ("Audrey: Take some pics and show me what you enjoy.", False),
+    ("Send me the recipe when you can!", False),
+    ("I take my dogs to the park to show them new trails.", True),
     ("", False),
 ]
 
@@ -238,6 +242,10 @@ def test_may_supersede_sibling(nk: str, sk: str, nh: str, sh: str, ok: bool) -> 
     (["Growing my customer base is the main focus right now."], False),
     (["We love painting together lately, especially nature-inspired ones."], False),
     (["I'm not giving up!", "I'm trying to juggle studying with my reading hobby."], False),
+    # a concessive "but" turns against a difficulty, not an earlier view
+    (["It's been tough, but I'm living my true self.", "Dancing makes me so happy, and now I get to share that."], False),
+    (["Finding self-acceptance was a long process, but now I'm ready to offer support."], False),
+    (["It was hard to admit, but I no longer enjoy jazz."], True),
     ([], False),
 ])
 def test_reverses(turn: list[str], ok: bool) -> None:
