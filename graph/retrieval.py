@@ -220,7 +220,14 @@ def seed_search(store: GraphStore, user_id: str, query: str, query_embedding: Se
     if allowed_ids is not None:
         dense = [h for h in dense if h[0] in allowed_ids][:cfg.dense_candidates]
         text = [h for h in text if h[0] in allowed_ids][:cfg.text_candidates]
-    fused = rrf_fuse([dense, text], cfg.k, cfg.rrf_k)
+    fused = rrf_fuse([dense, text], len(dense) + len(text), cfg.rrf_k)
+    if any(w != 1.0 for w in cfg.holder_weights.values()) and fused:
+        # The holder factor applies here too (one fetch of the candidates): without it, what the
+        # assistant said competes with the user's own words at full weight on this path alone.
+        facts = store.fetch(user_id, [f for f, _ in fused]).facts
+        fused = [(f, s * cfg.holder_weights.get(facts[f].holder if f in facts else "user", 1.0)) for f, s in fused]
+        fused.sort(key=lambda kv: (-kv[1], kv[0]))
+    fused = fused[: cfg.k]
     d_rank = {f: (i + 1, s) for i, (f, s) in enumerate(dense)}
     t_rank = {f: (i + 1, s) for i, (f, s) in enumerate(text)}
     return [SeedHit(fact_id=f, score=s, routes={n: r[f][0] for n, r in (("fact_dense", d_rank), ("fact_bm25", t_rank)) if f in r},

@@ -37,7 +37,8 @@ class OfflineExtractorConfig(_Cfg):
     min_words: int = Field(default=4, ge=1, description="Sentences shorter than this are chit-chat, not facts.")
     max_sentence_chars: int = Field(default=400, ge=40, description="Longer sentences are cut at a clause boundary for the statement.")
     turn_fallback: bool = Field(default=True, description="An informative turn without a first-person cue still yields its "
-                                "most informative sentence, so every informative turn is findable (recall over precision).")
+                                "most informative sentence, and an assistant turn with no sentence at evidence_min_score its best "
+                                "non-chatter one, so every informative turn is findable (recall over precision).")
     max_facts_per_turn: int = Field(default=8, ge=1, description="Cap per turn, so one monologue cannot flood the ontology.")
 
 

@@ -83,10 +83,13 @@ def document_blocks(text: str) -> list[tuple[int, int, str | None]]:
 
 
 def select_evidence(text: str, spans: list[tuple[int, int]], holder: str, max_plain: int, max_document: int,
-                    min_score: float) -> list[EvidenceSpan]:
+                    min_score: float, fallback: bool = False) -> list[EvidenceSpan]:
     """The evidence sentences of one assistant turn, in text order: document excerpts (holder
     ``document``, up to ``max_document``) and the assistant's own best sentences (up to ``max_plain``)
-    outside any ``<search>``/``<information>`` markup."""
+    outside any ``<search>``/``<information>`` markup. With ``fallback``, a turn where nothing reaches
+    ``min_score`` still yields its best sentence that is not chatter (score above 0): the answer a
+    later question asks about ("how did I fix the CSRF error?") is findable only through a fact of
+    its own turn, and a long answer's best line usually names what it is about."""
     blocks = document_blocks(text)
     tagged = [(m.start(), m.end()) for m in _TAGS.finditer(text)]
     doc: list[EvidenceSpan] = []
@@ -102,7 +105,10 @@ def select_evidence(text: str, spans: list[tuple[int, int]], holder: str, max_pl
         if any(a <= s < b for a, b in tagged):
             continue  # the search query itself, or markup
         sc = evidence_score(sent)
-        if sc >= min_score:
+        if sc >= min_score or (fallback and sc > 0):
             own.append(EvidenceSpan(s, e, holder, None, sc))
+    if fallback and max_plain > 0:
+        strong = [x for x in own if x.score >= min_score]
+        own = strong if strong or doc else sorted(own, key=lambda x: (-x.score, x.start))[:1]
     keep = sorted(doc, key=lambda x: -x.score)[:max_document] + sorted(own, key=lambda x: -x.score)[:max_plain]
     return sorted(keep, key=lambda x: x.start)

@@ -300,7 +300,7 @@ class OfflineExtractor:
         text, tid, ref = turn.text, session.turn_id(seq), session.turn_time(seq)
         cfg = self.cfg
         picked = select_evidence(text, sentences(text), turn.role.lower(), cfg.max_evidence_facts_per_turn,
-                                 cfg.max_document_facts_per_turn, cfg.evidence_min_score)
+                                 cfg.max_document_facts_per_turn, cfg.evidence_min_score, fallback=cfg.turn_fallback)
         out: list[CandidateFact] = []
         for n, sp in enumerate(picked):
             raw = text[sp.start:sp.end]

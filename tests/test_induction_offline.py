@@ -104,6 +104,16 @@ def test_assistant_turns_yield_capped_evidence_held_by_the_assistant() -> None:
     assert {f.holder for f in off} == {"user"}  # the old behaviour stays one setting away
 
 
+def test_an_assistant_answer_without_claims_keeps_its_best_line() -> None:
+    answer = ("Absolutely! Let's dive into the account lockout feature with Redis 7.0 and Flask-Login. "
+              "Here is the code:\n\n```python\nr.incr(key)\n```\n\nLet me know if this helps.")
+    s = _session(("user", "Can you help me lock accounts after 5 failed logins?"), ("assistant", answer), started=None)
+    own = [f for f in OfflineExtractor().extract(s, None).facts if f.source_turn_ids == ("s1:1",)]
+    assert len(own) == 1 and own[0].holder == "assistant" and "account lockout" in own[0].statement
+    off = OfflineExtractor(OfflineExtractorConfig(turn_fallback=False)).extract(s, None).facts
+    assert not [f for f in off if f.source_turn_ids == ("s1:1",)]  # no claim reaches the evidence score
+
+
 def test_user_role_holder_and_assistant_chitchat_skipped() -> None:
     s = _session(("user", "I'm vegetarian and I no longer eat fish."), ("assistant", "I love that you are vegetarian!"),
                  started=None)

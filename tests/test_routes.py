@@ -220,3 +220,21 @@ def test_neo4j_reader_sees_another_writers_commit_and_purge(neo4j_uri: str) -> N
     finally:
         writer.purge_user("maya")
         writer.close()
+
+
+def test_the_store_seed_path_weighs_holders_too(tmp_path: Path) -> None:
+    from graph.edits import CreateConcept as CC, EditBatch
+    from graph.retrieval import retrieve
+    from tests.test_contract import attach, commit
+
+    store = EmbeddedStore(tmp_path / "db")
+    store.setup()
+    commit(store, EditBatch(user_id="ada", edits=[CC(concept_id="ada:c", name="c"),
+        attach(Fact(fact_id="ada:a", user_id="ada", statement="assistant: jazz piano lessons help", holder="assistant"), "ada:c"),
+        attach(Fact(fact_id="ada:u", user_id="ada", statement="Takes jazz piano lessons", holder="user"), "ada:c")]))
+    q = "jazz piano lessons"
+    qv = [float(x) for x in EMB.embed([q])[0]]
+    even = {s.fact_id: s.score for s in retrieve(store, "ada", q, qv, RetrievalConfig(holder_weights={})).explain.seeds}
+    half = {s.fact_id: s.score for s in retrieve(store, "ada", q, qv, RetrievalConfig()).explain.seeds}  # assistant 0.5
+    assert half["ada:a"] == pytest.approx(even["ada:a"] * 0.5) and half["ada:u"] == pytest.approx(even["ada:u"])
+    store.close()
