@@ -46,6 +46,41 @@ def _table(scores: dict[str, list[float]], fams: Sequence[str]) -> dict[str, dic
     return out
 
 
+def reads_summary(insts: Sequence[Any], fams: Sequence[str], raw: Sequence[str], parsed: Sequence[bool],
+                  rule_texts: Sequence[str], key_texts: Sequence[str]) -> dict[str, Any]:
+    """Does the learned policy name the facts that decide, or copy a layout? Over rows where the answer-key
+    state decides differently from the rule state (policy.targets.deciding_facts), the share where the
+    learned state takes every deciding fact as the answer-key state does — next to the same share for a
+    *positional template*: per fact handle, the learned states' most common decision over these rows. A
+    policy that copies positions scores about as well as its own template; one that reads scores higher."""
+    from collections import Counter
+
+    from policy.state import FactUse, ReasoningState, parse_state
+    from policy.targets import fact_decisions, names_deciding
+
+    rows = []
+    for i, f, text, ok, rt, kt in zip(insts, fams, raw, parsed, rule_texts, key_texts):
+        rule_s, key_s = parse_state(rt, i.aliases), parse_state(kt, i.aliases)
+        if names_deciding(key_s, key_s, rule_s) is not None:
+            rows.append((f, list(i.aliases), parse_state(text, i.aliases) if ok else None, key_s, rule_s))
+    votes: dict[str, Counter[str]] = defaultdict(Counter)
+    for *_, st, _, _ in rows:
+        for a, d in (fact_decisions(st).items() if st is not None else ()):
+            votes[a][d] += 1
+    out: dict[str, Any] = {"rows": len(rows)}
+    for name in ("learned", "positional_template"):
+        hits: dict[str, list[float]] = defaultdict(list)
+        for f, aliases, st, key_s, rule_s in rows:
+            lines = tuple(FactUse(alias=a, use=votes[a].most_common(1)[0][0] == "use", role="evidence",
+                                  priority="high") for a in aliases if votes[a])
+            pol = st if name == "learned" else (ReasoningState(facts=lines) if lines else None)
+            ok = pol is not None and bool(names_deciding(pol, key_s, rule_s))
+            hits["all"].append(float(ok))
+            hits[f].append(float(ok))
+        out[name] = {k: round(sum(v) / len(v), 4) for k, v in sorted(hits.items())}
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", required=True, help="Folder from `evomem build-instances` (heldout.jsonl).")
@@ -95,7 +130,8 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         rule_texts.append(rule.state_text(i.request, i.bundle()))
         rule_ms.append((time.perf_counter() - t0) * 1e3)
-    for name, texts in (("rule", rule_texts), ("answer_key_best", [target_state(i, answer, cache)[0] for i in insts])):
+    key_texts = [target_state(i, answer, cache)[0] for i in insts]
+    for name, texts in (("rule", rule_texts), ("answer_key_best", key_texts)):
         bds = [state_reward(t, i, answer, cache, judge_cfg, judge=judge) for t, i in zip(texts, insts)]
         acc[name] = [b.score_with or 0.0 for b in bds]
         rew[name] = [b.reward or 0.0 for b in bds]
@@ -145,6 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         summary["ci_learned_minus_rule"] = {"mean": round(sum(diff) / max(len(diff), 1), 4),
                                             "ci95": bootstrap_ci(diff)}
         summary["checkpoint"] = ns.checkpoint
+        summary["names_deciding_fact"] = reads_summary(insts, fams, raw, parsed, rule_texts, key_texts)
     d = [a - b for a, b in zip(acc["rule"], acc["no_state"])]
     summary["ci_rule_minus_no_state"] = {"mean": round(sum(d) / max(len(d), 1), 4), "ci95": bootstrap_ci(d)}
     summary["accuracy"] = _table(acc, fams)

@@ -74,3 +74,53 @@ def target_state(inst: TrainingInstance, model: AnswerModel, baseline: BaselineC
 def target_states(instances: Sequence[TrainingInstance], model: AnswerModel, baseline: BaselineCache,
                   cfg: RewardConfig | None = None, style: TargetStyle = "full", margin: float = 0.0) -> list[str]:
     return [target_state(i, model, baseline, cfg, style, margin)[0] for i in instances]
+
+
+# --- does a policy name the deciding facts? ------------------------------------------------------------
+
+
+def fact_decisions(state: ReasoningState) -> dict[str, str]:
+    """How the reader takes each named fact: ``use`` (weighs by priority) or ``ignore`` (ignored or role
+    irrelevant: weight 0, or against its options in reader-v2). Facts not named are absent (weight 0).
+
+    >>> fact_decisions(parse_state("F1: use | evidence | high\\nF2: use | irrelevant | low"))
+    {'F1': 'use', 'F2': 'ignore'}
+    """
+    return {f.alias: "use" if f.use and f.role != "irrelevant" else "ignore" for f in state.facts}
+
+
+def deciding_facts(target: ReasoningState, rule: ReasoningState) -> set[str]:
+    """Facts on which an answer-key target decides differently from the rule state: the facts whose
+    use/ignore differs (named in one only counts); where more than two differ (an "only this fact" target
+    ignores every other one) also the facts the target still uses — the one it rests the answer on. So
+    "use everything" never names an "only this fact" target's decision.
+
+    >>> r = parse_state("F1: use | evidence | high\\nF2: use | evidence | low\\nF3: use | evidence | low")
+    >>> sorted(deciding_facts(parse_state("F1: use | evidence | high\\nF2: ignore | irrelevant | low"), r))
+    ['F2', 'F3']
+    >>> r4 = parse_state("\\n".join(f"F{k}: use | evidence | low" for k in range(1, 5)))
+    >>> sorted(deciding_facts(parse_state("\\n".join(f"F{k}: ignore | irrelevant | low" for k in range(1, 4))
+    ...                                   + "\\nF4: use | evidence | high"), r4))
+    ['F1', 'F2', 'F3', 'F4']
+    """
+    a, b = fact_decisions(target), fact_decisions(rule)
+    changed = {k for k in set(a) | set(b) if a.get(k) != b.get(k)}
+    if len(changed) <= 2:
+        return changed
+    return changed | {k for k, v in a.items() if v == "use"}
+
+
+def names_deciding(policy: ReasoningState, target: ReasoningState, rule: ReasoningState) -> bool | None:
+    """True when ``policy`` takes every deciding fact (``deciding_facts``) as the target does; None when the
+    target decides nothing the rule state does not (no row to count).
+
+    >>> r = parse_state("F1: use | evidence | high\\nF2: use | evidence | low")
+    >>> t = parse_state("F1: use | evidence | high\\nF2: ignore | irrelevant | low")
+    >>> names_deciding(t, t, r), names_deciding(r, t, r), names_deciding(r, r, r)
+    (True, False, None)
+    """
+    keys = deciding_facts(target, rule)
+    if not keys:
+        return None
+    p, t = fact_decisions(policy), fact_decisions(target)
+    return all(p.get(k) == t.get(k) for k in keys)

@@ -178,3 +178,45 @@ def test_ship_config_loads() -> None:
     cfg = load_config("grpo-cpu-smollm2-ship")
     assert cfg.data.prompt == "policy_short_v1" and cfg.warmup.target_style == "facts" and cfg.num_threads == 1
     assert cfg.warmup.sampling == "epochs" and cfg.reward.max_state_tokens <= cfg.max_completion_length
+
+
+def test_read_config_differs_from_ship_only_in_margin_and_steps() -> None:
+    from policy.config import load_config
+
+    ship, read = load_config("grpo-cpu-smollm2-ship"), load_config("grpo-cpu-smollm2-read")
+    assert read.warmup.target_margin == 0.0 < ship.warmup.target_margin
+    same = {k for k in ("data", "lora", "answer", "reward") if getattr(read, k) == getattr(ship, k)}
+    assert same == {"data", "lora", "answer", "reward"} and read.output_dir != ship.output_dir
+
+
+@pytest.mark.parametrize("policy,named", [
+    ("F1: ignore | irrelevant | low\nF2: use | evidence | high", True),   # the target's decision
+    ("F1: ignore | historical | high\nF2: ignore | irrelevant | low", True),  # only F1 decides here
+    ("F1: use | evidence | high\nF2: use | evidence | low", False),       # the rule state: trusts the belief
+    ("F2: use | evidence | high", False),                                 # the belief left unnamed, not ignored
+])
+def test_names_deciding_compares_use_or_ignore_on_the_facts_that_decide(policy: str, named: bool) -> None:
+    from policy.targets import names_deciding
+
+    rule = parse_state("F1: use | evidence | high\nF2: use | evidence | low", BELIEF.aliases)
+    target = parse_state("F1: ignore | irrelevant | low\nF2: use | evidence | low", BELIEF.aliases)
+    assert names_deciding(parse_state(policy, BELIEF.aliases), target, rule) is named
+    assert names_deciding(rule, rule, rule) is None  # nothing to decide: the row is not counted
+
+
+def test_reads_summary_tells_a_reader_from_a_positional_copier() -> None:
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    from policy_retrieved import reads_summary
+
+    rule = "F1: use | evidence | high\nF2: use | evidence | low"
+    # two rows whose deciding fact sits at different positions
+    keys = ["F1: ignore | irrelevant | low\nF2: use | evidence | low", "F1: use | evidence | high\nF2: ignore | irrelevant | low"]
+    insts, fams = [BELIEF, BELIEF], ["a", "b"]
+    reader = reads_summary(insts, fams, keys, [True, True], [rule, rule], keys)
+    copier = reads_summary(insts, fams, [keys[0], keys[0]], [True, True], [rule, rule], keys)
+    assert reader["rows"] == 2 and reader["learned"]["all"] == 1.0
+    assert copier["learned"]["all"] == 0.5 == copier["positional_template"]["all"]
+    unparsed = reads_summary(insts, fams, ["junk", "junk"], [False, False], [rule, rule], keys)
+    assert unparsed["learned"]["all"] == 0.0  # a fallback names nothing
