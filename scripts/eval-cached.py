@@ -19,13 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluation import beam, locomo  # noqa: E402
 from evaluation.harness import Harness, HarnessConfig  # noqa: E402
 from evaluation.report import build_report  # noqa: E402
-from evomem.commands.eval_cmds import EvalOptions  # noqa: E402
+from evomem.commands.eval_cmds import open_cached  # noqa: E402
 from graph.retrieval import RetrievalConfig  # noqa: E402
 from induction.pipeline import make_ingestor  # noqa: E402
-from memcore.memory import Memory  # noqa: E402
 
 M = ("hit_rate", "coverage", "complete_retrieval_rate", "context_tokens_mean", "items_mean", "tokens_per_item")
 
@@ -39,15 +37,9 @@ def main() -> int:
     ap.add_argument("--store")
     ap.add_argument("--out", help="write report.json here")
     a = ap.parse_args()
-    data = a.data or f"../shared/data/{a.benchmark}"
-    store = a.store or f"/tmp/evomem-eval-cached-{a.benchmark}"
-    opts = EvalOptions(benchmark=a.benchmark, data=data, k=50, budget=600, store_path=store)
-    settings = opts.settings()
-    settings.store.path = str(Path(store) / "store")
-    mem = Memory.from_settings(settings)
+    mem, opts, eps = open_cached(a.benchmark, a.data, a.store)
     try:
         ing = make_ingestor(mem, opts.ingest_config(), opts.chat_model())
-        eps = locomo.locomo_episodes(data) if a.benchmark == "locomo" else beam.beam_episodes(data, user_prefix="beam-")
         rcfg = RetrievalConfig.model_validate(mem.retrieval.model_dump() | {"k": 50} | json.loads(a.retrieval))
         cfg = HarnessConfig(k=50, budget=600, baseline_k=10, baselines=(), retrieval=rcfg, **json.loads(a.harness))
         t0 = time.time()

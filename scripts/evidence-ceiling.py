@@ -20,11 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluation import beam, locomo  # noqa: E402
-from evomem.commands.eval_cmds import EvalOptions  # noqa: E402
+from evomem.commands.eval_cmds import open_cached  # noqa: E402
 from graph.render import render_context  # noqa: E402
 from graph.retrieval import RetrievalConfig  # noqa: E402
-from memcore.memory import Memory  # noqa: E402
 
 
 def main() -> int:
@@ -37,14 +35,8 @@ def main() -> int:
     ap.add_argument("--budget", type=int, default=600)
     ap.add_argument("--misses", type=int, default=0, help="print this many missed gold turns (text, best fact rank)")
     a = ap.parse_args()
-    data = a.data or f"../shared/data/{a.benchmark}"
-    store = a.store or f"/tmp/evomem-eval-cached-{a.benchmark}"
-    opts = EvalOptions(benchmark=a.benchmark, data=data, k=a.k, budget=a.budget, store_path=store)
-    settings = opts.settings()
-    settings.store.path = str(Path(store) / "store")
-    mem = Memory.from_settings(settings)
+    mem, _, eps = open_cached(a.benchmark, a.data, a.store, a.k, a.budget)
     mem.retrieval = RetrievalConfig.model_validate(mem.retrieval.model_dump() | {"k": a.k} | json.loads(a.retrieval))
-    eps = locomo.locomo_episodes(data) if a.benchmark == "locomo" else beam.beam_episodes(data, user_prefix="beam-")
     users = set(mem.store.users())
     # role -> counts of gold turns: total, with a fact, seeded, rendered
     n: dict[str, Counter[str]] = defaultdict(Counter)

@@ -21,12 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from evaluation import beam, locomo  # noqa: E402
 from evaluation.metrics import score_evidence, turns_of_facts  # noqa: E402
-from evomem.commands.eval_cmds import EvalOptions  # noqa: E402
+from evomem.commands.eval_cmds import open_cached  # noqa: E402
 from graph.render import render_context  # noqa: E402
 from graph.retrieval import RetrievalConfig  # noqa: E402
-from memcore.memory import Memory  # noqa: E402
 
 
 def main() -> int:
@@ -39,13 +37,7 @@ def main() -> int:
     ap.add_argument("--budget", type=int, default=600)
     ap.add_argument("--categories", action="store_true", help="also print complete per category")
     a = ap.parse_args()
-    data = a.data or f"../shared/data/{a.benchmark}"
-    store = a.store or f"/tmp/evomem-eval-cached-{a.benchmark}"
-    opts = EvalOptions(benchmark=a.benchmark, data=data, k=a.k, budget=a.budget, store_path=store)
-    settings = opts.settings()
-    settings.store.path = str(Path(store) / "store")
-    mem = Memory.from_settings(settings)
-    eps = locomo.locomo_episodes(data) if a.benchmark == "locomo" else beam.beam_episodes(data, user_prefix="beam-")
+    mem, _, eps = open_cached(a.benchmark, a.data, a.store, a.k, a.budget)
     users = set(mem.store.users())
     gold: dict[str, list[str]] = {}
     qs = []

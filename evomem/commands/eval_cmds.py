@@ -94,6 +94,23 @@ class EvalOptions(LLMOptions):
         return self
 
 
+def open_cached(benchmark: Literal["locomo", "beam"], data: str | None = None, store: str | None = None,
+                k: int = 50, budget: int = 600) -> tuple[Any, EvalOptions, list[Any]]:
+    """The persistent store the tuning scripts share: ``scripts/eval-cached.py`` fills it, ``tune-retrieval.py``
+    and ``evidence-ceiling.py`` read it. Returns (Memory with the eval's settings, the options, the episodes);
+    data defaults to ../shared/data/<benchmark>, the store to /tmp/evomem-eval-cached-<benchmark>."""
+    from evaluation import beam, locomo
+    from memcore.memory import Memory
+
+    data = data or f"../shared/data/{benchmark}"
+    store = store or f"/tmp/evomem-eval-cached-{benchmark}"
+    opts = EvalOptions(benchmark=benchmark, data=data, k=k, budget=budget, store_path=store)
+    settings = opts.settings()
+    settings.store.path = str(Path(store) / "store")
+    eps = locomo.locomo_episodes(data) if benchmark == "locomo" else beam.beam_episodes(data, user_prefix="beam-")
+    return Memory.from_settings(settings), opts, eps
+
+
 def _endpoint(url: str | None, model: str, timeout: float) -> Any:
     from llmclients.config import ModelEndpointConfig
 
