@@ -70,6 +70,10 @@ class RetrievalConfig(BaseModel):
         "Fused-score factor per better-ranked seed from the same session (1 = off): evidence that spans "
         "sessions (multi-hop questions) is not crowded out by one session's near-duplicates."))
 
+    def holder_weight(self, holder: str | None) -> float:
+        """The fused-score factor of a fact held by ``holder`` (None: the user, the common case)."""
+        return self.holder_weights.get(holder or "user", 1.0)
+
 
 def diversify(order: list[str], score: dict[str, float], k: int, turns_of: Mapping[str, Sequence[str]],
               session_of: Mapping[str, str | None], turn_factor: float, session_factor: float) -> list[str]:
@@ -124,7 +128,7 @@ def fuse_routes(hits: dict[str, list[tuple[str, float, int]]], cfg: RetrievalCon
             ranks[fid][name] = rank
             score[fid] = score.get(fid, 0.0) + w / (cfg.rrf_k + rank)
     for fid in score:
-        score[fid] *= cfg.holder_weights.get(holder_of.get(fid, "user"), 1.0) * (prior or {}).get(fid, 1.0)
+        score[fid] *= cfg.holder_weight(holder_of.get(fid)) * (prior or {}).get(fid, 1.0)
     dense = {fid: s for fid, s, _ in hits.get("fact_dense", [])}
     ranked = sorted(score, key=lambda f: (-score[f], -dense.get(f, -1.0), f))
     if facts is None:
@@ -225,7 +229,7 @@ def seed_search(store: GraphStore, user_id: str, query: str, query_embedding: Se
         # The holder factor applies here too (one fetch of the candidates): without it, what the
         # assistant said competes with the user's own words at full weight on this path alone.
         facts = store.fetch(user_id, [f for f, _ in fused]).facts
-        fused = [(f, s * cfg.holder_weights.get(facts[f].holder if f in facts else "user", 1.0)) for f, s in fused]
+        fused = [(f, s * cfg.holder_weight(facts[f].holder if f in facts else None)) for f, s in fused]
         fused.sort(key=lambda kv: (-kv[1], kv[0]))
     fused = fused[: cfg.k]
     d_rank = {f: (i + 1, s) for i, (f, s) in enumerate(dense)}

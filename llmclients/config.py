@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-EndpointKind = Literal["openai", "local", "rule"]
+EndpointKind = Literal["openai", "local", "rule", "shipped"]
 StructuredMode = Literal["response_format", "structured_outputs", "guided_json"]
 
 
@@ -24,7 +24,9 @@ class ModelEndpointConfig(BaseModel):
     kind: EndpointKind = Field(
         default="local",
         description="openai: any OpenAI-compatible server (vLLM, evomem serve-model); local: in-process transformers "
-        "engine; rule: the deterministic rule-baseline policy (policy endpoints only, no model).")
+        "engine; rule: the deterministic rule-baseline policy; shipped: the learned policy that ships in the package "
+        "(SmolLM2-135M + the LoRA adapter trained here, in process on CPU; falls back to rule when absent). rule and "
+        "shipped are for the policy only.")
     base_url: str | None = Field(default=None, description="Server root including /v1, e.g. http://127.0.0.1:8000/v1.")
     model: str | None = Field(
         default=None, description="Served model name sent in each request (for a vLLM LoRA adapter: its --lora-modules "
@@ -71,6 +73,8 @@ class ModelEndpointConfig(BaseModel):
     def display_name(self) -> str:
         if self.kind == "rule":
             return "rule-baseline"
+        if self.kind == "shipped":
+            return "learned-shipped"
         if self.kind == "local":
             return self.model or (self.model_path or "smollm2-135m-instruct")
         return f"{self.model}@{self.base_url}"
@@ -83,7 +87,9 @@ class ModelsConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     policy: ModelEndpointConfig = Field(default_factory=lambda: ModelEndpointConfig(kind="rule"),
-                                        description="Writes the Reasoning State (rule baseline, or a learned policy).")
+                                        description="Writes the Reasoning State (default: the rule baseline; shipped: "
+                                        "the learned policy in the package, once one has passed `evomem ship-policy`; "
+                                        "or a trained policy elsewhere).")
     answer: ModelEndpointConfig = Field(default_factory=ModelEndpointConfig,
                                         description="The frozen answer model (default: SmolLM2 in-process on CPU).")
     extraction: ModelEndpointConfig = Field(default_factory=ModelEndpointConfig,
@@ -93,8 +99,9 @@ class ModelsConfig(BaseModel):
     @model_validator(mode="after")
     def _answer_needs_model(self) -> ModelsConfig:
         for role in ("answer", "extraction"):
-            if getattr(self, role).kind == "rule":
-                raise ValueError(f"the {role} model cannot be kind 'rule' (only the policy has a rule baseline)")
+            if getattr(self, role).kind in ("rule", "shipped"):
+                raise ValueError(f"the {role} model cannot be kind {getattr(self, role).kind!r} (only the policy "
+                                 "has a rule baseline and a shipped learned model)")
         return self
 
     @classmethod

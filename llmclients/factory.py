@@ -16,4 +16,4 @@ def make_chat_model(cfg: ModelEndpointConfig) -> ChatModel:
         from llmclients.local_engine import LocalChatEngine
 
         return LocalChatEngine.from_config(cfg)
-    raise ValueError("kind 'rule' is a policy, not a chat model; build it with serving.pipeline.make_policy")
+    raise ValueError(f"kind {cfg.kind!r} is a policy, not a chat model; build it with serving.pipeline.make_policy")

@@ -126,6 +126,11 @@ class WarmupSettings(BaseModel):
         default="replacement", description="Which prompt each warm-up example comes from: replacement = uniform "
         "draws (the original behaviour); epochs = every prompt once per pass, reshuffled each pass — with a few "
         "hundred instances no instance is skipped and none repeated within a pass.")
+    shuffle_copies: int = Field(
+        default=0, ge=0, le=8, description="targets=answer-key: add this many copies of each training instance with "
+        "its facts in a random order (relation groups kept together) and aliases renumbered, the target remapped "
+        "to match — so a fact's position stops predicting its decision and the policy has to read the line "
+        "(policy/warmup.py shuffled_instance). 0 = the retrieval order only.")
 
 
 class TrainConfig(BaseModel):

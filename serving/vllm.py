@@ -134,4 +134,9 @@ def render(cfg: VllmPlanConfig) -> str:
     lines.append("# point evomem at them (only base URLs and model names change; Qwen3 thinking is turned off per request):")
     lines.append("export " + " ".join(f"{k}={shlex.quote(v) if not v.startswith('$') else chr(34) + v + chr(34)}"
                                       for k, v in client_env(cfg).items()))
+    from policy.learned import is_policy_checkpoint, read_meta
+
+    if is_policy_checkpoint(cfg.policy_lora):  # an adapter only works behind the prompt it was trained on
+        prompt = read_meta(cfg.policy_lora).prompt
+        lines.append(f"# the adapter was trained on prompt {prompt}: evomem serve / answer --policy-prompt {prompt}")
     return "\n".join(lines)

@@ -191,7 +191,7 @@ class AnswerResult(BaseModel):
         for e in self.evidence:
             lines.append(f"    {e.alias:<4}{'seed' if e.seed else 'trav'} {e.validity:<11}{e.statement}"
                          + (f"  scope={e.scope}" if e.scope else "") + (f"  ({'; '.join(e.relations)})" if e.relations else ""))
-        lines.append("  reasoning state" + (f" ({self.policy_fallback})" if self.policy_fallback else "") + ":")
+        lines.append(f"  reasoning state ({self.policy}" + (f"; {self.policy_fallback}" if self.policy_fallback else "") + "):")
         lines += [f"    {ln}" for ln in (self.reasoning_state or "(none)").splitlines()]
         lines.append(f"  answer ({self.answer_model}):")
         lines += [f"    {ln}" for ln in (self.answer or "(not generated)").splitlines()]

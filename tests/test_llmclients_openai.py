@@ -226,6 +226,8 @@ def test_endpoint_config_validation_and_env() -> None:
         ModelEndpointConfig(kind="openai", base_url="http://127.0.0.1:8000/v1")
     with pytest.raises(ValueError, match="rule"):
         ModelsConfig(answer=ModelEndpointConfig(kind="rule"))
+    with pytest.raises(ValueError, match="shipped"):
+        ModelsConfig(extraction=ModelEndpointConfig(kind="shipped"))
     m = ModelsConfig.from_env({"EVOMEM_ANSWER_URL": "http://127.0.0.1:8000/v1", "EVOMEM_ANSWER_MODEL": "qwen3-8b",
                                "EVOMEM_ANSWER_CHAT_TEMPLATE_KWARGS": json.dumps({"enable_thinking": False})})
     assert m.answer.kind == "openai" and m.answer.chat_template_kwargs == {"enable_thinking": False}

@@ -75,7 +75,7 @@ def test_answer_command_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
         assert main(["answer", *store, "--answer-url", fs.url, "--answer-model", "m", "--user", "maya",
                      "--no-reasoning-state", "--no-traverse", "Suggest a vacation"]) == 0
     text = capsys.readouterr().out
-    assert "reasoning state (ablated)" in text and "seed current" in text
+    assert "; ablated):" in text and "seed current" in text
     assert not re.search(r"F\d+\s+trav ", text)  # no fact arrived by traversal
 
 
@@ -100,4 +100,4 @@ def test_demo_answers_with_smollm2(tmp_path: Path) -> None:
     mem.close()
     assert len(results) == 2 and all(r.answer and r.answer_model == "smollm2-135m-instruct" for r in results)
     text = "\n".join(printed)
-    assert "reasoning state:" in text and "superseded" in text and "answer (smollm2-135m-instruct):" in text
+    assert "reasoning state (rule-baseline):" in text and "superseded" in text and "answer (smollm2-135m-instruct):" in text

@@ -16,8 +16,10 @@ from evomem.commands.common import Command, CommonOptions, _print, _state_line
 
 class DemoOptions(CommonOptions):
     k: int = Field(default=4, ge=1, description="Seed facts per request (small, so traversal's additions show).")
-    answers: bool = Field(default=True, description="Also answer each request: rule-baseline Reasoning State + "
-                          "the shipped SmolLM2-135M answer model on CPU (about a minute).")
+    answers: bool = Field(default=True, description="Also answer each request: a Reasoning State from the "
+                          "configured policy (default: the rule baseline; EVOMEM_POLICY_KIND=shipped: the learned one "
+                          "in the package) + the shipped SmolLM2-135M answer model on CPU (about a minute), and check "
+                          "each state against what its request needs.")
 
 
 class RetrieveOptions(CommonOptions):
@@ -82,16 +84,19 @@ def cmd_demo(opts: DemoOptions) -> int:
         lines.extend(_state_line(it) for it in b.items)
         lines.append("")
     if opts.answers:
-        from serving.demo import run_demo_answers
-        from serving.pipeline import PipelineConfig
+        from serving.demo import run_demo_answers, state_misses
+        from serving.pipeline import PipelineConfig, make_policy
 
         if not opts.as_json:
-            print("\n".join(lines + ["answers (rule-baseline Reasoning State -> SmolLM2-135M on CPU):", ""]), flush=True)
+            print("\n".join(lines + [f"answers (Reasoning State from the {settings.models.policy.display_name()} policy "
+                                      "-> SmolLM2-135M on CPU):", ""]), flush=True)
             lines = []
         sink: list[str] = []
         results = run_demo_answers(mem, history["requests"], config=PipelineConfig(k=opts.k, max_answer_tokens=64),
+                                   policy=make_policy(settings.models.policy),
                                    out=sink.append if opts.as_json else print)
-        out["answers"] = [r.model_dump(mode="json") for r in results]
+        out["answers"] = [r.model_dump(mode="json") | {"state_misses": state_misses(q, r)}
+                          for q, r in zip(history["requests"], results)]
     mem.close()
     if lines or opts.as_json:
         _print(opts, out, lambda: "\n".join(lines))

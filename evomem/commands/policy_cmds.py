@@ -3,6 +3,7 @@
     evomem build-data --out data/policy --synthetic-n 5000 --memsyco-root ../shared/data/memsyco-bench
     evomem build-instances --out runs/policy-retrieved --memsyco-root ../shared/data/memsyco-bench
     evomem train-policy --config configs/grpo-cpu-smoke.yaml --set max_steps=3 output_dir=runs/smoke
+    evomem ship-policy --run runs/grpo-cpu-smollm2-read --heldout runs/grpo-cpu-smollm2-read/heldout
 """
 
 from __future__ import annotations
@@ -42,6 +43,92 @@ class BuildInstancesOptions(CommonOptions):
 class TrainPolicyOptions(CommonOptions):
     config: str = Field(description="Training YAML (configs/grpo-*.yaml) or a preset name.")
     set: list[str] | None = Field(default=None, description="Overrides KEY=VALUE (dotted keys), e.g. max_steps=3 lora.r=8.")
+
+
+class ShipPolicyOptions(CommonOptions):
+    run: str = Field(description="A finished `evomem train-policy` output_dir (config.json, metrics.jsonl, best/).")
+    checkpoint: str = Field(default="best", description="Folder inside the run to ship (best/ = validation-picked).")
+    heldout: str | None = Field(default=None, description="bench/policy_retrieved.py --out folder (or its summary.json) "
+                                "for this checkpoint on the never-trained rows, recorded in the manifest.")
+    out: str | None = Field(default=None, description="Artefact folder (default: the package's policy/artefact/"
+                            "smollm2-read-v1, what `kind: shipped` loads).")
+
+
+def example_check(opts: CommonOptions, checkpoint: str) -> dict[str, list[str]]:
+    """The main job's five requests answered by ``checkpoint``: per request, what its state misses
+    (policy/needs.py; a state that does not parse misses everything). Same store, embedder and k as
+    ``evomem demo``."""
+    import tempfile
+    from pathlib import Path
+
+    from evomem.examples import history_batches, load_history
+    from memcore.memory import Memory
+    from policy.learned import LocalLearnedPolicy
+    from policy.needs import StateNeeds
+    from serving.pipeline import AnswerPipeline, PipelineConfig
+
+    settings = opts.settings()
+    settings.store.backend, settings.store.path = "embedded", str(Path(tempfile.mkdtemp(prefix="evomem-ship-")) / "s")
+    mem = Memory.from_settings(settings)
+    history = load_history()
+    for b in history_batches(history):
+        mem.apply(b.model_copy(update={"session_hash": b.session_id}))
+    policy = LocalLearnedPolicy.from_checkpoint(checkpoint, temperature=0.0, max_new_tokens=192)  # training's cap
+    cfg = PipelineConfig(k=4, on_policy_error="none")  # evomem demo's k
+    pipe = AnswerPipeline(mem, policy, answer_model=None, config=cfg)  # type: ignore[arg-type] # no answers here
+    out: dict[str, list[str]] = {}
+    for req in history["requests"]:
+        bundle = pipe.evidence(req["user_id"], req["request"], cfg)
+        got = pipe.reason(req["request"], bundle, cfg)
+        needs = StateNeeds.model_validate(req.get("needs") or {})
+        out[req["request"]] = ([f"state did not parse: {got.fallback}"] if got.fallback else
+                               needs.misses([(it.alias, it.fact.statement) for it in bundle.items], got.state))
+    mem.close()
+    return out
+
+
+def cmd_ship_policy(opts: ShipPolicyOptions) -> int:
+    import json
+    from pathlib import Path
+
+    from evomem.errors import UsageError
+    from policy.shipped import ship_checkpoint, shipped_policy_dir
+
+    from policy.learned import is_policy_checkpoint
+
+    run = Path(opts.run)
+    if not (run / "config.json").is_file() or not is_policy_checkpoint(run / opts.checkpoint):
+        raise UsageError(f"{run} is not a finished `evomem train-policy` run (needs config.json and "
+                         f"{opts.checkpoint}/evomem_policy.json)")
+    check = example_check(opts, str(run / opts.checkpoint))
+    if any(check.values()):  # a policy that writes layouts instead of reading the facts does not ship
+        raise UsageError(f"{run / opts.checkpoint} does not ship: on the example history its states miss "
+                         + "; ".join(f"{r!r}: {', '.join(m)}" for r, m in check.items() if m))
+    cfg = json.loads((run / "config.json").read_text())
+    rows = [json.loads(ln) for ln in (run / "metrics.jsonl").read_text().splitlines() if ln.strip()]
+    vals = [r for r in rows if r.get("phase") == "validation"]
+    best = max(vals, key=lambda r: r.get("val/reward", float("-inf"))) if vals else {}
+    data_dir = Path(cfg["data"]["train_path"]).parent
+    hpath = Path(opts.heldout) if opts.heldout else None
+    if hpath is not None and hpath.is_dir():
+        hpath = hpath / "summary.json"
+    heldout = json.loads(hpath.read_text()) if hpath else None
+    if heldout:
+        heldout = {k: v for k, v in heldout.items() if k != "states"}  # per-row texts stay in the run folder
+    reproduce = [
+        f"evomem build-instances --out {data_dir} --memsyco-root ../shared/data/memsyco-bench --limit-per-task 60 "
+        "--synthetic-n 30",
+        f"evomem train-policy --config configs/{cfg['name']}.yaml --set seed={cfg['seed']} output_dir={run}",
+        f"python bench/policy_retrieved.py --data {data_dir} --config {cfg['name']} --checkpoint {run}/{opts.checkpoint} "
+        f"--batch 8 --latency-rows 3 --out {run}/heldout",
+        f"evomem ship-policy --run {run} --heldout {run}/heldout"]
+    man = ship_checkpoint(run / opts.checkpoint, Path(opts.out) if opts.out else shipped_policy_dir(),
+                          data_manifest=data_dir / "manifest.json", train_config=cfg, validation=best,
+                          heldout=heldout | {"example_check": check} if heldout else {"example_check": check},
+                          reproduce=reproduce)
+    _print(opts, man.model_dump(), lambda: f"shipped {run / opts.checkpoint} as {man.name} "
+           f"({man.adapter_bytes / 1e6:.1f} MB, sha256 {man.adapter_sha256[:12]}, data {man.data.get('hash', '?')[:12]})")
+    return 0
 
 
 def cmd_build_data(opts: BuildDataOptions) -> int:
@@ -110,4 +197,6 @@ COMMANDS: dict[str, Command] = {
     "build-instances": (BuildInstancesOptions, cmd_build_instances,
                         "Policy instances from real retrieval (ingest -> retrieve -> render; MemSyco held-out split)."),
     "train-policy": (TrainPolicyOptions, cmd_train_policy, "Train the Reasoning-State policy with GRPO (TRL + LoRA)."),
+    "ship-policy": (ShipPolicyOptions, cmd_ship_policy,
+                    "Copy a trained SmolLM2 adapter into the package as the default policy, with its manifest."),
 }

