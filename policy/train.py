@@ -348,7 +348,7 @@ def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[Tra
             rng = random.Random(f"shuffle:{cfg.seed}")
             extra, extra_targets = [], []
             for _ in range(cfg.warmup.shuffle_copies):
-                for (inst, _), (text, r) in zip(data[: len(targets)], targets):
+                for (inst, _), (text, r) in zip(data, targets):
                     moved, amap = shuffled_instance(inst, rng)
                     msgs = prompt_messages(moved, cfg)
                     if msgs:

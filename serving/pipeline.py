@@ -59,7 +59,7 @@ class PipelineConfig(BaseModel):
 
 
 def make_policy(cfg: ModelEndpointConfig, prompt: str = "policy_v1", max_tokens: int = 512) -> Policy:
-    """Rule baseline; the learned policy shipped in the package (kind=shipped, the default: SmolLM2 + its
+    """Rule baseline (the default); the learned policy shipped in the package (kind=shipped: SmolLM2 + its
     LoRA adapter in process; the rule baseline, with a logged reason, when it is absent or broken); a
     checkpoint of ``evomem train-policy`` in process (kind=local, model_path holding evomem_policy.json:
     base + adapter, with the prompt it was trained on); or a model behind a ChatModel (vLLM serving the

@@ -137,15 +137,11 @@ def cmd_undo(opts: UndoOptions) -> int:
 
 
 def cmd_load_example(opts: LoadExampleOptions) -> int:
-    from evomem.examples import history_batches, load_history
+    from evomem.examples import load_into
     from memcore.memory import Memory
 
     mem = Memory.from_settings(opts.settings())
-    n = 0
-    for batch in history_batches(load_history()):
-        if batch.session_id not in mem.store.load_snapshot(batch.user_id).sessions:
-            mem.apply(batch.model_copy(update={"session_hash": batch.session_id}))
-            n += 1
+    n = load_into(mem)
     users = mem.store.users()
     mem.close()
     _print(opts, {"sessions_loaded": n, "users": users}, lambda: f"loaded {n} sessions; users: {', '.join(users)}")

@@ -61,29 +61,29 @@ def example_check(opts: CommonOptions, checkpoint: str) -> dict[str, list[str]]:
     import tempfile
     from pathlib import Path
 
-    from evomem.examples import history_batches, load_history
+    from evomem.examples import load_history, load_into
     from memcore.memory import Memory
     from policy.learned import LocalLearnedPolicy
     from policy.needs import StateNeeds
     from serving.pipeline import AnswerPipeline, PipelineConfig
 
-    settings = opts.settings()
-    settings.store.backend, settings.store.path = "embedded", str(Path(tempfile.mkdtemp(prefix="evomem-ship-")) / "s")
-    mem = Memory.from_settings(settings)
-    history = load_history()
-    for b in history_batches(history):
-        mem.apply(b.model_copy(update={"session_hash": b.session_id}))
     policy = LocalLearnedPolicy.from_checkpoint(checkpoint, temperature=0.0, max_new_tokens=192)  # training's cap
     cfg = PipelineConfig(k=4, on_policy_error="none")  # evomem demo's k
-    pipe = AnswerPipeline(mem, policy, answer_model=None, config=cfg)  # type: ignore[arg-type] # no answers here
+    history = load_history()
     out: dict[str, list[str]] = {}
-    for req in history["requests"]:
-        bundle = pipe.evidence(req["user_id"], req["request"], cfg)
-        got = pipe.reason(req["request"], bundle, cfg)
-        needs = StateNeeds.model_validate(req.get("needs") or {})
-        out[req["request"]] = ([f"state did not parse: {got.fallback}"] if got.fallback else
-                               needs.misses([(it.alias, it.fact.statement) for it in bundle.items], got.state))
-    mem.close()
+    with tempfile.TemporaryDirectory(prefix="evomem-ship-") as tmp:
+        settings = opts.settings()
+        settings.store.backend, settings.store.path = "embedded", str(Path(tmp) / "s")
+        mem = Memory.from_settings(settings)
+        load_into(mem, history)
+        pipe = AnswerPipeline(mem, policy, answer_model=None, config=cfg)  # type: ignore[arg-type] # no answers
+        for req in history["requests"]:
+            bundle = pipe.evidence(req["user_id"], req["request"], cfg)
+            got = pipe.reason(req["request"], bundle, cfg)
+            needs = StateNeeds.model_validate(req.get("needs") or {})
+            out[req["request"]] = ([f"state did not parse: {got.fallback}"] if got.fallback else
+                                   needs.misses([(it.alias, it.fact.statement) for it in bundle.items], got.state))
+        mem.close()
     return out
 
 
@@ -92,9 +92,8 @@ def cmd_ship_policy(opts: ShipPolicyOptions) -> int:
     from pathlib import Path
 
     from evomem.errors import UsageError
-    from policy.shipped import ship_checkpoint, shipped_policy_dir
-
     from policy.learned import is_policy_checkpoint
+    from policy.shipped import ship_checkpoint, shipped_policy_dir
 
     run = Path(opts.run)
     if not (run / "config.json").is_file() or not is_policy_checkpoint(run / opts.checkpoint):
@@ -112,9 +111,8 @@ def cmd_ship_policy(opts: ShipPolicyOptions) -> int:
     hpath = Path(opts.heldout) if opts.heldout else None
     if hpath is not None and hpath.is_dir():
         hpath = hpath / "summary.json"
-    heldout = json.loads(hpath.read_text()) if hpath else None
-    if heldout:
-        heldout = {k: v for k, v in heldout.items() if k != "states"}  # per-row texts stay in the run folder
+    heldout = json.loads(hpath.read_text()) if hpath else {}
+    heldout.pop("states", None)  # per-row texts stay in the run folder
     reproduce = [
         f"evomem build-instances --out {data_dir} --memsyco-root ../shared/data/memsyco-bench --limit-per-task 60 "
         "--synthetic-n 30",
@@ -124,8 +122,7 @@ def cmd_ship_policy(opts: ShipPolicyOptions) -> int:
         f"evomem ship-policy --run {run} --heldout {run}/heldout"]
     man = ship_checkpoint(run / opts.checkpoint, Path(opts.out) if opts.out else shipped_policy_dir(),
                           data_manifest=data_dir / "manifest.json", train_config=cfg, validation=best,
-                          heldout=heldout | {"example_check": check} if heldout else {"example_check": check},
-                          reproduce=reproduce)
+                          heldout={**heldout, "example_check": check}, reproduce=reproduce)
     _print(opts, man.model_dump(), lambda: f"shipped {run / opts.checkpoint} as {man.name} "
            f"({man.adapter_bytes / 1e6:.1f} MB, sha256 {man.adapter_sha256[:12]}, data {man.data.get('hash', '?')[:12]})")
     return 0
@@ -198,5 +195,6 @@ COMMANDS: dict[str, Command] = {
                         "Policy instances from real retrieval (ingest -> retrieve -> render; MemSyco held-out split)."),
     "train-policy": (TrainPolicyOptions, cmd_train_policy, "Train the Reasoning-State policy with GRPO (TRL + LoRA)."),
     "ship-policy": (ShipPolicyOptions, cmd_ship_policy,
-                    "Copy a trained SmolLM2 adapter into the package as the default policy, with its manifest."),
+                    "Copy a trained SmolLM2 adapter that passes the example-history check into the "
+                    "package as the `shipped` policy, with its manifest."),
 }

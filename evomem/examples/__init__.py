@@ -5,14 +5,28 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graph.edits import AttachFact, Conflict, CreateConcept, EditBatch, OntologyEdit, Supersede
 from graph.models import Fact, Turn
 
+if TYPE_CHECKING:
+    from memcore.memory import Memory
+
 
 def load_history() -> dict[str, Any]:
     return json.loads(resources.files(__package__).joinpath("history.json").read_text())
+
+
+def load_into(memory: Memory, history: dict[str, Any] | None = None) -> int:
+    """Apply the example history's sessions ``memory`` does not hold yet (session id as the idempotency
+    hash, so a rerun adds nothing); returns how many were applied."""
+    n = 0
+    for batch in history_batches(history or load_history()):
+        if batch.session_id not in memory.store.load_snapshot(batch.user_id).sessions:
+            memory.apply(batch.model_copy(update={"session_hash": batch.session_id}))
+            n += 1
+    return n
 
 
 def concept_id(user_id: str, path: list[str] | tuple[str, ...]) -> str:
