@@ -115,10 +115,12 @@ class WarmupSettings(BaseModel):
     roles: Literal["random", "descriptive"] = Field(
         default="descriptive", description="Warm-up roles: random, or copied from the relational state — what a "
         "fact *is*, never whether to use it (see policy/warmup.py).")
-    target_style: Literal["full", "facts"] = Field(
+    target_style: Literal["full", "facts", "described"] = Field(
         default="full", description="targets=answer-key: full = the chosen state as policy/targets.py renders it "
         "(fact lines + the rule baseline's RULE lines); facts = fact lines only. The reader never reads rules, so "
-        "both earn the same reward; facts is 2-3x shorter to learn and to generate on CPU.")
+        "both earn the same reward; facts is 2-3x shorter to learn and to generate on CPU; described = facts "
+        "role first with the role read off the memory record (historical, constraint, evidence, "
+        "current-preference), for a prompt that asks for that order (policy_described_v1).")
     target_margin: float = Field(
         default=0.0, ge=0, description="targets=answer-key: a correction replaces the rule baseline's state only "
         "when it earns more than this above it (policy/targets.py target_state); 0 = any gain.")

@@ -7,6 +7,10 @@ Text format the policy emits (one line per fact it mentions, then at most four s
     F3: use | constraint | high
     RULE: Suggest a low-intensity beach trip; avoid strenuous activity (F3).
 
+A fact line may also name the role first (``F1: historical | ignore | low``): prompts that ask a small
+policy to say what a memory *is* before deciding its use (``policy_described_v1``) get that order, and
+both parse to the same state.
+
 ``parse_state`` is strict: any line outside the grammar, an alias not in the evidence, a repeated
 alias, or no fact line at all raises ``StateParseError`` — never a silently empty state.
 """
@@ -40,8 +44,14 @@ class ReasoningState(BaseModel):
     facts: tuple[FactUse, ...] = Field(min_length=1)
     rules: tuple[str, ...] = Field(default=(), max_length=MAX_RULES)
 
-    def render(self) -> str:
-        lines = [f"{f.alias}: {'use' if f.use else 'ignore'} | {f.role} | {f.priority}" for f in self.facts]
+    def render(self, role_first: bool = False) -> str:
+        """The canonical text; ``role_first`` writes ``F1: historical | ignore | low``.
+
+        >>> ReasoningState(facts=(FactUse(alias="F1", use=False, role="historical", priority="low"),)).render(True)
+        'F1: historical | ignore | low'
+        """
+        lines = [f"{f.alias}: {f.role} | {'use' if f.use else 'ignore'} | {f.priority}" if role_first else
+                 f"{f.alias}: {'use' if f.use else 'ignore'} | {f.role} | {f.priority}" for f in self.facts]
         lines += [f"RULE: {r}" for r in self.rules]
         return "\n".join(lines)
 
@@ -55,11 +65,16 @@ class StateParseError(ValueError):
 
 
 _FACT = re.compile(r"^(F\d+)\s*:\s*(use|ignore)\s*\|\s*([a-z-]+)\s*\|\s*(high|medium|low)$", re.I)
+_FACT_ROLE_FIRST = re.compile(r"^(F\d+)\s*:\s*([a-z-]+)\s*\|\s*(use|ignore)\s*\|\s*(high|medium|low)$", re.I)
 _RULE = re.compile(r"^RULE\s*:\s*(.+)$", re.I)
 
 
 def parse_state(text: str, aliases: Iterable[str] | None = None) -> ReasoningState:
-    """Parse the policy's text; ``aliases`` (if given) are the fact handles present in the evidence."""
+    """Parse the policy's text; ``aliases`` (if given) are the fact handles present in the evidence.
+
+    >>> parse_state("F1: historical | ignore | low") == parse_state("F1: ignore | historical | low")
+    True
+    """
     known = set(aliases) if aliases is not None else None
     facts: list[FactUse] = []
     rules: list[str] = []
@@ -68,9 +83,14 @@ def parse_state(text: str, aliases: Iterable[str] | None = None) -> ReasoningSta
         line = raw.strip().strip("`").strip()
         if not line:
             continue
-        m = _FACT.match(line)
-        if m:
-            alias, use, role, prio = m.group(1).upper(), m.group(2).lower(), m.group(3).lower(), m.group(4).lower()
+        m, first = _FACT.match(line), _FACT_ROLE_FIRST.match(line)
+        if m or first:
+            if m:
+                alias, use, role, prio = m.group(1).upper(), m.group(2).lower(), m.group(3).lower(), m.group(4).lower()
+            else:
+                assert first is not None
+                alias, role, use, prio = (first.group(1).upper(), first.group(2).lower(), first.group(3).lower(),
+                                          first.group(4).lower())
             if role not in ROLES:
                 raise StateParseError(f"unknown role {role!r} (one of {', '.join(ROLES)})", n)
             if known is not None and alias not in known:
@@ -89,7 +109,7 @@ def parse_state(text: str, aliases: Iterable[str] | None = None) -> ReasoningSta
             if len(rules) > MAX_RULES:
                 raise StateParseError(f"more than {MAX_RULES} rules", n)
             continue
-        raise StateParseError(f"cannot parse {line[:60]!r} (expected 'F<n>: use|ignore | <role> | high|medium|low' "
+        raise StateParseError(f"cannot parse {line[:60]!r} (expected 'F<n>: use|ignore | <role> | high|medium|low' (or role first) "
                               "or 'RULE: <text>')", n)
     if not facts:
         raise StateParseError("no fact lines: a Reasoning State must say how at least one fact is used")

@@ -16,6 +16,14 @@ is skipped by the same gate the reward uses). Held-out instances never pass thro
 ``style="facts"`` drops the RULE lines from every candidate: the reader never reads rules, so the
 reward (and hence the choice) is the same, and the target is 2-3x shorter for a CPU policy to learn
 and to write.
+
+``style="described"`` is ``facts`` with every line rewritten role first, the role being what the
+memory record says the fact *is* (``policy.warmup.descriptive_role``: historical for a superseded or
+expired fact, constraint, evidence, current-preference) and the decision carried by use/ignore and
+priority alone (a fact the chosen state takes as ``irrelevant`` becomes ``ignore``: the reader weighs
+both 0, so the reward is unchanged). Why: the first field of every line is then a copy of that line's
+state and kind, the same on every row, and the decision after it is conditioned on what was just
+copied; with ``facts`` targets SmolLM2 learned request-type layouts ("F1: ignore") instead.
 """
 
 from __future__ import annotations
@@ -30,14 +38,14 @@ from policy.warmup import descriptive_role
 from training_data.base import TrainingInstance
 
 
-TargetStyle = Literal["full", "facts"]
+TargetStyle = Literal["full", "facts", "described"]
 
 
 def candidate_states(inst: TrainingInstance, rule: RulePolicy | None = None, style: TargetStyle = "full") -> list[str]:
     """The candidates above, rule state first; every one parses against the instance's aliases."""
     rule = rule or RulePolicy()
     base = parse_state(rule.state_text(inst.request, inst.bundle()), inst.aliases)
-    if style == "facts":
+    if style != "full":
         base = ReasoningState(facts=base.facts)
     out = [base.render()]
     for k, f in enumerate(base.facts):
@@ -68,7 +76,16 @@ def target_state(inst: TrainingInstance, model: AnswerModel, baseline: BaselineC
         r = state_reward(text, inst, model, baseline, cfg).reward
         if r is not None and r > best_r + (margin if best else 0.0):
             best, best_r = text, r
-    return best, best_r
+    return (described(best, inst) if style == "described" else best), best_r
+
+
+def described(text: str, inst: TrainingInstance) -> str:
+    """``text`` (a state over ``inst``'s facts) role first, with descriptive roles (the module doc)."""
+    items = {it.alias: it for it in inst.evidence}
+    state = parse_state(text, items)
+    return ReasoningState(facts=tuple(
+        FactUse(alias=f.alias, use=f.use and f.role != "irrelevant", role=descriptive_role(items[f.alias]),  # type: ignore[arg-type]
+                priority=f.priority) for f in state.facts)).render(role_first=True)
 
 
 def target_states(instances: Sequence[TrainingInstance], model: AnswerModel, baseline: BaselineCache,

@@ -113,9 +113,10 @@ def cmd_ship_policy(opts: ShipPolicyOptions) -> int:
         hpath = hpath / "summary.json"
     heldout = json.loads(hpath.read_text()) if hpath else {}
     heldout.pop("states", None)  # per-row texts stay in the run folder
+    build = json.loads((data_dir / "manifest.json").read_text()).get("config", {})
     reproduce = [
-        f"evomem build-instances --out {data_dir} --memsyco-root ../shared/data/memsyco-bench --limit-per-task 60 "
-        "--synthetic-n 30",
+        f"evomem build-instances --out {data_dir} --memsyco-root ../shared/data/memsyco-bench "
+        f"--limit-per-task {build.get('limit_per_task', 60)} --synthetic-n {build.get('synthetic_n', 0)}",
         f"evomem train-policy --config configs/{cfg['name']}.yaml --set seed={cfg['seed']} output_dir={run}",
         f"python bench/policy_retrieved.py --data {data_dir} --config {cfg['name']} --checkpoint {run}/{opts.checkpoint} "
         f"--batch 8 --latency-rows 3 --out {run}/heldout",
