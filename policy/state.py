@@ -83,14 +83,14 @@ def parse_state(text: str, aliases: Iterable[str] | None = None) -> ReasoningSta
         line = raw.strip().strip("`").strip()
         if not line:
             continue
-        m, first = _FACT.match(line), _FACT_ROLE_FIRST.match(line)
-        if m or first:
-            if m:
-                alias, use, role, prio = m.group(1).upper(), m.group(2).lower(), m.group(3).lower(), m.group(4).lower()
-            else:
-                assert first is not None
-                alias, role, use, prio = (first.group(1).upper(), first.group(2).lower(), first.group(3).lower(),
-                                          first.group(4).lower())
+        fields: tuple[str, ...] | None = None
+        if m := _FACT.match(line):
+            fields = m.groups()
+        elif m := _FACT_ROLE_FIRST.match(line):
+            alias_, role_, use_, prio_ = m.groups()
+            fields = (alias_, use_, role_, prio_)
+        if fields is not None:
+            alias, use, role, prio = fields[0].upper(), fields[1].lower(), fields[2].lower(), fields[3].lower()
             if role not in ROLES:
                 raise StateParseError(f"unknown role {role!r} (one of {', '.join(ROLES)})", n)
             if known is not None and alias not in known:
@@ -109,8 +109,8 @@ def parse_state(text: str, aliases: Iterable[str] | None = None) -> ReasoningSta
             if len(rules) > MAX_RULES:
                 raise StateParseError(f"more than {MAX_RULES} rules", n)
             continue
-        raise StateParseError(f"cannot parse {line[:60]!r} (expected 'F<n>: use|ignore | <role> | high|medium|low' (or role first) "
-                              "or 'RULE: <text>')", n)
+        raise StateParseError(f"cannot parse {line[:60]!r} (expected 'F<n>: use|ignore | <role> | high|medium|low', "
+                              "role first, or 'RULE: <text>')", n)
     if not facts:
         raise StateParseError("no fact lines: a Reasoning State must say how at least one fact is used")
     return ReasoningState(facts=tuple(facts), rules=tuple(rules))
