@@ -143,20 +143,19 @@ def main(argv: list[str] | None = None) -> int:
 
         pol = LocalLearnedPolicy.from_checkpoint(ns.checkpoint, temperature=0.0, merge=True,
                                                  max_new_tokens=ns.max_new_tokens or cfg.max_completion_length)
-        prompts = [pol.prompt_text(i.request, i.bundle(), i.choices) for i in insts]
+        queries = [(i.request, i.bundle(), i.choices) for i in insts]
         raw: list[str] = []
         ms: list[float] = []
         if ns.batch > 1:
-            for s in range(0, len(prompts), ns.batch):
-                raw.extend(pol.generate(prompts[s:s + ns.batch]))
-            for p in prompts[: ns.latency_rows]:  # what one request costs: prompt + state, alone
+            raw = pol.state_texts(queries, ns.batch)
+            for q in queries[: ns.latency_rows]:  # what one request costs: prompt(s) + state, alone
                 t0 = time.perf_counter()
-                pol.generate([p])
+                pol.state_texts([q], max(len(q[1].items), 1))
                 ms.append((time.perf_counter() - t0) * 1e3)
         else:
-            for p in prompts:
+            for q in queries:
                 t0 = time.perf_counter()
-                raw.append(pol.generate([p])[0])
+                raw.append(pol.state_texts([q], max(len(q[1].items), 1))[0])
                 ms.append((time.perf_counter() - t0) * 1e3)
         texts, parsed = [], []
         for i, rt, text in zip(insts, rule_texts, raw):

@@ -203,7 +203,10 @@ class TrainConfig(BaseModel):
     def _consistent(self) -> TrainConfig:
         if self.use_cpu and (self.use_vllm or self.bf16):
             raise ValueError("use_cpu excludes use_vllm and bf16")
-        if self.reward.max_state_tokens > self.max_completion_length:
+        from policy.perfact import is_per_fact
+
+        # per fact, the cap applies to the assembled state, which is longer than one completion
+        if self.reward.max_state_tokens > self.max_completion_length and not is_per_fact(self.data.prompt):
             raise ValueError(f"reward.max_state_tokens ({self.reward.max_state_tokens}) exceeds max_completion_length "
                              f"({self.max_completion_length}): the cap could never fire")
         if self.vllm_mode == "server" and self.use_vllm and not self.vllm_server_base_url:
@@ -218,6 +221,9 @@ class TrainConfig(BaseModel):
                              "gguf/hf/checkpoint with lora.enabled)")
         if (self.data.n_val or self.data.val_from_train) and not self.eval_every:
             raise ValueError("data.n_val needs eval_every > 0 (validation runs at evaluation steps)")
+        if is_per_fact(self.data.prompt) and (self.warmup.shuffle_copies or self.model.source == "tiny"):
+            raise ValueError(f"data.prompt {self.data.prompt} asks one line per fact: positions do not exist there "
+                             "(warmup.shuffle_copies must be 0), and it needs a pretrained base (not model.source=tiny)")
         if self.model.source == "tiny" and self.warmup.steps == 0 and self.max_steps > 10:
             raise ValueError("a from-scratch tiny model needs warmup.steps > 0 to learn the format before GRPO")
         return self

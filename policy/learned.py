@@ -25,10 +25,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from graph.retrieval import EvidenceBundle
 from llmclients.chat import ChatModel, ChatResult
+from policy.perfact import assemble, fact_messages, is_per_fact
 from policy.prompt import as_dicts, load_prompt, policy_messages
 from policy.state import ReasoningState, parse_state
 
 META_FILE = "evomem_policy.json"
+FACT_LINE_TOKENS = 32  # a per-fact answer is one line of ~10 tokens ("current-preference | use | high")
 SMOLLM2_BASE = "smollm2-135m-instruct"  # base_model alias: policy.models.smollm2_hf_dir() on this machine
 
 
@@ -74,6 +76,7 @@ class LocalLearnedPolicy:
         self.chat_template_kwargs = chat_template_kwargs or {}
         self.facts_budget = facts_budget
         self.name = name
+        self.per_fact = is_per_fact(prompt)  # one call per fact, state assembled by code (policy/perfact.py)
 
     @classmethod
     def from_checkpoint(cls, folder: str | Path, *, device: str = "cpu", dtype: str = "float32",
@@ -134,8 +137,32 @@ class LocalLearnedPolicy:
         width = enc["input_ids"].shape[1]
         return [self.tokenizer.decode(o[width:], skip_special_tokens=True) for o in out]
 
+    def state_texts(self, queries: Sequence[tuple[str, EvidenceBundle, Sequence[str] | None]],
+                    batch_size: int = 8) -> list[str]:
+        """Raw state texts for (request, bundle, choices) queries, ``batch_size`` prompts per generate call:
+        one prompt per query, or with a per-fact prompt one per fact, the lines joined per query."""
+        if not self.per_fact:
+            prompts = [self.prompt_text(*q) for q in queries]
+            return [t for s in range(0, len(prompts), batch_size) for t in self.generate(prompts[s:s + batch_size])]
+        prompts, owners = [], []
+        for n, (request, bundle, choices) in enumerate(queries):
+            for it in bundle.items:
+                msgs = as_dicts(fact_messages(request, bundle, it.alias, choices, prompt=self.prompt))
+                prompts.append(self.tokenizer.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True,
+                                                                  **self.chat_template_kwargs))
+                owners.append(n)
+        cap = min(self.max_new_tokens, FACT_LINE_TOKENS)
+        order = sorted(range(len(prompts)), key=lambda k: len(prompts[k]))  # similar lengths: less left-padding
+        outs = [""] * len(prompts)
+        for s in range(0, len(order), batch_size):
+            idx = order[s:s + batch_size]
+            for k, t in zip(idx, self.generate([prompts[k] for k in idx], max_new_tokens=cap)):
+                outs[k] = t
+        return [assemble([it.alias for it in q[1].items], [o for o, w in zip(outs, owners) if w == n])
+                for n, q in enumerate(queries)]
+
     def state(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None = None) -> ReasoningState:
-        text = self.generate([self.prompt_text(request, bundle, choices)])[0]
+        text = self.state_texts([(request, bundle, choices)], batch_size=max(len(bundle.items), 1))[0]
         return parse_state(text, [it.alias for it in bundle.items])
 
 
@@ -154,7 +181,16 @@ class EndpointLearnedPolicy:
 
     def state(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None = None) -> ReasoningState:
         self.last_result = None
+        aliases = [it.alias for it in bundle.items]
+        if is_per_fact(self.prompt):  # one call per fact; last_result keeps the last of them
+            outs = []
+            for a in aliases:
+                res = self.chat.complete(fact_messages(request, bundle, a, choices, prompt=self.prompt),
+                                         max_tokens=min(self.max_tokens, FACT_LINE_TOKENS), temperature=self.temperature)
+                outs.append(res.text)
+                self.last_result = res
+            return parse_state(assemble(aliases, outs), aliases)
         msgs = policy_messages(request, bundle, choices, prompt=self.prompt, facts_budget=self.facts_budget)
         res = self.chat.complete(msgs, max_tokens=self.max_tokens, temperature=self.temperature)
         self.last_result = res
-        return parse_state(res.text, [it.alias for it in bundle.items])
+        return parse_state(res.text, aliases)

@@ -54,6 +54,7 @@ from pydantic import BaseModel
 from policy.config import TrainConfig, load_config
 from policy.learned import PolicyMeta, write_meta
 from policy.metrics import MetricsWriter, plot_metrics
+from policy.perfact import fact_messages, is_per_fact
 from policy.prompt import as_dicts, load_prompt, policy_messages
 from policy.rewards import AnswerModel, BaselineCache, RewardBreakdown, state_reward
 from scoring.judge import Judge
@@ -138,6 +139,20 @@ def prompt_messages(inst: TrainingInstance, cfg: TrainConfig, count_tokens: Any 
     return msgs if "[F" in msgs[1]["content"] else None
 
 
+PolicyCall = tuple[str | None, list[dict[str, str]]]
+
+
+def policy_calls(inst: TrainingInstance, cfg: TrainConfig, count_tokens: Any = None) -> list[PolicyCall] | None:
+    """The policy prompts one state of ``inst`` takes: one whole-state prompt (alias None, shrunk as
+    ``prompt_messages`` does; None when it cannot fit) or, with a per-fact prompt, one per fact."""
+    if is_per_fact(cfg.data.prompt):
+        bundle = inst.bundle()
+        return [(it.alias, as_dicts(fact_messages(inst.request, bundle, it.alias, inst.choices, prompt=cfg.data.prompt)))
+                for it in bundle.items]
+    msgs = prompt_messages(inst, cfg, count_tokens)
+    return [(None, msgs)] if msgs is not None else None
+
+
 # --- answer model + reward ------------------------------------------------------------------------------
 
 
@@ -171,22 +186,42 @@ class StateRewardFn:
         self.by_id = {i.instance_id: i for i in instances}
         self.model, self.baseline, self.cfg, self.judge = model, baseline, cfg, judge
         self.pool = ThreadPoolExecutor(cfg.answer.concurrency) if cfg.answer.kind == "chat" else None
+        self.context: dict[str, dict[str, str]] = {}
+
+    def in_context(self, text: str, inst: TrainingInstance, alias: str) -> str:
+        """A per-fact completion (``alias`` set) as a whole state: the rule baseline's lines (role first, no
+        RULE lines) with this fact's line replaced — so its reward is what this one decision adds or costs
+        against the baseline. A whole-state completion (no alias) is returned as it is."""
+        if not alias:
+            return text
+        from policy.perfact import assemble, fact_targets
+        from policy.targets import candidate_states, described
+
+        if inst.instance_id not in self.context:
+            rule = described(candidate_states(inst, style="facts")[0], inst)
+            self.context[inst.instance_id] = fact_targets(rule, inst.aliases)
+        lines = self.context[inst.instance_id]
+        return assemble(inst.aliases, [text if a == alias else lines[a] for a in inst.aliases])
 
     def breakdowns(self, completions: Sequence[Any], completion_ids: Sequence[Sequence[int]] | None,
-                   instance_id: Sequence[str]) -> list[RewardBreakdown]:
+                   instance_id: Sequence[str], alias: Sequence[str] = ()) -> list[RewardBreakdown]:
         texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
         lens = [len(x) for x in completion_ids] if completion_ids is not None else [None] * len(texts)
+        aliases = list(alias) or [""] * len(texts)
 
         def one(k: int) -> RewardBreakdown:
-            return state_reward(texts[k], self.by_id[instance_id[k]], self.model, self.baseline, self.cfg.reward,
-                                n_tokens=lens[k], judge=self.judge)
+            inst = self.by_id[instance_id[k]]
+            # a per-fact line is scored inside a whole state, and the length cap applies to that state
+            return state_reward(self.in_context(texts[k], inst, aliases[k]), inst, self.model, self.baseline,
+                                self.cfg.reward, n_tokens=None if aliases[k] else lens[k], judge=self.judge)
 
         idx = range(len(texts))
         return list(self.pool.map(one, idx)) if self.pool else [one(k) for k in idx]
 
     def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None,
-                 instance_id: Sequence[str] = (), log_metric: Any = None, **_: Any) -> list[float | None]:
-        bds = self.breakdowns(completions, completion_ids, instance_id)
+                 instance_id: Sequence[str] = (), alias: Sequence[str] = (), log_metric: Any = None,
+                 **_: Any) -> list[float | None]:
+        bds = self.breakdowns(completions, completion_ids, instance_id, alias)
         if log_metric is not None:
             for k, v in summarize(bds).items():
                 log_metric(f"state/{k}", v)
@@ -235,10 +270,13 @@ def heldout_eval(model: Any, tokenizer: Any, instances: Sequence[TrainingInstanc
     was_training = model.training
     model.eval()
     texts: list[str] = []
-    for s in range(0, len(prompts), batch_size):
-        batch = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True,
-                                               **cfg.chat_template_kwargs) for p in prompts[s:s + batch_size]]
-        texts.extend(pol.generate(batch))
+    if pol.per_fact:  # prompts are built per fact from the instances themselves
+        texts = pol.state_texts([(i.request, i.bundle(), i.choices) for i in instances], batch_size)
+    else:
+        for s in range(0, len(prompts), batch_size):
+            batch = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True,
+                                                   **cfg.chat_template_kwargs) for p in prompts[s:s + batch_size]]
+            texts.extend(pol.generate(batch))
     if was_training:
         model.train()
     return evaluate_states(texts, instances, answer, baseline, cfg, judge)
@@ -356,6 +394,16 @@ def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[Tra
                         extra_targets.append((remap_state(text, amap), r))
             data = [*data, *extra]
             targets = [*targets, *extra_targets]
+        if is_per_fact(cfg.data.prompt):  # one example per fact: its line of the chosen state, without the handle
+            from policy.perfact import fact_targets
+
+            per_data, per_targets = [], []
+            for (inst, _), (text, r) in zip(data, targets):
+                lines = fact_targets(text, inst.aliases)
+                for alias, msgs in policy_calls(inst, cfg) or []:
+                    per_data.append((inst, msgs))
+                    per_targets.append((lines[alias or ""], r))
+            data, targets = per_data, per_targets
         target_fn = lambda k, rng: targets[k][0]  # noqa: E731 - the index is the prompt's
         if log:
             log.write({"phase": "warmup", "targets": len(targets),
@@ -450,22 +498,23 @@ def prepare(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | 
     baseline.precompute(answer, train_set + heldout, judge)
     if cfg.data.filter_solved:
         train_set = filter_solved(train_set, answer, baseline, judge)
-    raw = [(i, prompt_messages(i, cfg)) for i in train_set]
-    model, tok, base_path = build_policy_model(cfg, [(i, p) for i, p in raw if p], out, writer)
+    # (instance, its first policy prompt): a per-fact warm-up expands the instances itself (lora_warmup)
+    raw = [(i, calls[0][1]) for i in train_set if (calls := policy_calls(i, cfg))]
+    model, tok, base_path = build_policy_model(cfg, raw, out, writer)
 
     def count(text: str) -> int:
         return len(tok(text, add_special_tokens=False).input_ids)
 
-    rows, kept = [], []
+    rows: list[dict[str, Any]] = []
+    kept: list[TrainingInstance] = []
     for inst in train_set:
-        msgs = prompt_messages(inst, cfg, count)
-        if msgs is not None:
-            rows.append({"prompt": msgs, "instance_id": inst.instance_id})
+        calls = policy_calls(inst, cfg, count)
+        if calls is not None:
+            rows.extend({"prompt": msgs, "instance_id": inst.instance_id, "alias": alias or ""} for alias, msgs in calls)
             kept.append(inst)
     if not rows:
         raise ValueError("no training instance fits max_prompt_tokens")
-    held_prompts = [prompt_messages(i, cfg, count) for i in heldout]
-    held = [(i, p) for i, p in zip(heldout, held_prompts) if p is not None]
+    held = [(i, calls[0][1]) for i in heldout if (calls := policy_calls(i, cfg, count))]
 
     def eval_fn(m: Any) -> dict[str, float]:
         return heldout_eval(m, tok, [i for i, _ in held], [p for _, p in held], answer, baseline, cfg, judge)
@@ -474,7 +523,7 @@ def prepare(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | 
     validation = load_validation(cfg)
     if validation:
         baseline.precompute(answer, validation, judge)
-        val = [(i, p) for i in validation if (p := prompt_messages(i, cfg, count)) is not None]
+        val = [(i, calls[0][1]) for i in validation if (calls := policy_calls(i, cfg, count))]
 
         def val_fn(m: Any) -> dict[str, float]:
             return heldout_eval(m, tok, [i for i, _ in val], [p for _, p in val], answer, baseline, cfg, judge)

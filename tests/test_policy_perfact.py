@@ -1,0 +1,92 @@
+"""A Reasoning State assembled from one policy call per fact (policy/perfact.py, prompt policy_fact_v1)."""
+
+from __future__ import annotations
+
+import pytest
+
+from policy.config import load_config
+from policy.perfact import assemble, fact_line_text, fact_messages, fact_targets, is_per_fact
+from policy.reader import AnswerReader
+from policy.rewards import BaselineCache, ReaderAnswerModel, RewardConfig, state_reward
+from policy.state import StateParseError, parse_state
+from policy.targets import candidate_states, described, fact_decisions, target_state
+from policy.train import StateRewardFn, policy_calls
+from training_data.synthetic import SyntheticConfig, SyntheticSource
+
+
+def _instances(n: int = 12, seed: int = 0) -> list:
+    return list(SyntheticSource(SyntheticConfig(n=n)).instances(seed))
+
+
+def test_only_the_fact_prompt_is_per_fact() -> None:
+    assert is_per_fact("policy_fact_v1")
+    assert not is_per_fact("policy_described_v1") and not is_per_fact("policy_short_v1")
+
+
+def test_a_fact_prompt_shows_that_fact_and_only_its_linked_partners() -> None:
+    checked = 0
+    for inst in _instances():
+        bundle = inst.bundle()
+        ids = {it.fact.fact_id: it.alias for it in bundle.items}
+        for it in bundle.items:
+            user = fact_messages(inst.request, bundle, it.alias, inst.choices)[1].content
+            memory = user.split("Memory: ", 1)[1]
+            assert memory.startswith(f"[{it.alias}]") and inst.request in user
+            linked = {ids[f] for f in (*it.state.supersedes, *it.state.superseded_by, *it.state.conflicts_with)
+                      if f in ids}
+            shown = {o.alias for o in bundle.items if f"\n[{o.alias}]" in memory}
+            assert shown == linked
+            checked += bool(linked)
+    assert checked  # the synthetic dialogues do contain updates and conflicts
+
+
+@pytest.mark.parametrize("out, line", [
+    ("historical | ignore | low", "historical | ignore | low"),
+    ("F3: evidence | use | high\nanything after", "evidence | use | high"),
+    ("\n  [F2]: constraint | use | medium", "constraint | use | medium"),
+    ("", ""),
+])
+def test_fact_line_text_takes_the_first_line_without_a_handle(out: str, line: str) -> None:
+    assert fact_line_text(out) == line
+
+
+def test_assembled_states_stay_strict() -> None:
+    assert parse_state(assemble(["F1", "F2"], ["historical | ignore | low", "evidence | use | high"]), ["F1", "F2"])
+    with pytest.raises(StateParseError):  # one bad line fails the whole state: serving falls back
+        parse_state(assemble(["F1", "F2"], ["historical | ignore | low", "the answer is B"]), ["F1", "F2"])
+
+
+def test_per_fact_targets_reassemble_to_the_chosen_state_with_its_reward() -> None:
+    answer, cache, cfg = ReaderAnswerModel(AnswerReader(1.0)), BaselineCache(), RewardConfig(max_state_tokens=10**6)
+    for inst in _instances():
+        text, r = target_state(inst, answer, cache, style="described")
+        lines = fact_targets(text, inst.aliases)
+        again = assemble(inst.aliases, [lines[a] for a in inst.aliases])
+        assert parse_state(again) == parse_state(text)
+        assert state_reward(again, inst, answer, cache, cfg).reward == pytest.approx(r)
+
+
+def test_training_gives_one_prompt_per_fact_and_scores_a_line_inside_the_rule_state() -> None:
+    cfg = load_config("grpo-cpu-smollm2-fact")
+    insts = _instances(6)
+    answer, cache = ReaderAnswerModel(AnswerReader(1.0)), BaselineCache()
+    fn = StateRewardFn(insts, answer, cache, cfg)
+    for inst in insts:
+        calls = policy_calls(inst, cfg)
+        assert calls is not None and [a for a, _ in calls] == inst.aliases
+        rule = described(candidate_states(inst, style="facts")[0], inst)
+        rule_lines = fact_targets(rule, inst.aliases)
+        a = inst.aliases[0]
+        flipped = "irrelevant | ignore | low" if fact_decisions(parse_state(rule))[a] == "use" else "evidence | use | high"
+        got = fn.in_context(flipped, inst, a)
+        assert got.splitlines()[0] == f"{a}: {flipped}"
+        assert got.splitlines()[1:] == [f"{b}: {rule_lines[b]}" for b in inst.aliases[1:]]
+        # the reward is the whole state's: the rule state's own reward when the line is the rule's
+        same = fn(prompts=[None], completions=[rule_lines[a]], instance_id=[inst.instance_id], alias=[a])[0]
+        assert same == pytest.approx(state_reward(rule, inst, answer, cache, cfg.reward).reward)
+    assert fn.in_context("F1: use | evidence | high", insts[0], "") == "F1: use | evidence | high"
+
+
+def test_per_fact_prompts_refuse_shuffled_copies() -> None:
+    with pytest.raises(ValueError, match="per fact"):
+        load_config("grpo-cpu-smollm2-fact", ["warmup.shuffle_copies=1"])
