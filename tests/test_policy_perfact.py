@@ -90,3 +90,33 @@ def test_training_gives_one_prompt_per_fact_and_scores_a_line_inside_the_rule_st
 def test_per_fact_prompts_refuse_shuffled_copies() -> None:
     with pytest.raises(ValueError, match="per fact"):
         load_config("grpo-cpu-smollm2-fact", ["warmup.shuffle_copies=1"])
+
+
+@pytest.mark.slow
+def test_a_per_fact_checkpoint_answers_one_capped_line_per_fact(tmp_path) -> None:
+    """A real (freshly initialised) LoRA on the shipped SmolLM2, saved with the per-fact prompt: the loaded
+    policy makes one call per fact, each capped at FACT_LINE_TOKENS, and assembles one line per fact in order;
+    whatever the base writes, state() either parses or raises StateParseError (serving then falls back)."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from policy.learned import FACT_LINE_TOKENS, SMOLLM2_BASE, LocalLearnedPolicy, PolicyMeta, write_meta
+    from policy.models import smollm2_hf_dir
+
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(str(smollm2_hf_dir())),
+                           LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj"]))
+    model.save_pretrained(str(tmp_path))
+    write_meta(tmp_path, PolicyMeta(base_model=SMOLLM2_BASE, prompt="policy_fact_v1", prompt_version="1"))
+    pol = LocalLearnedPolicy.from_checkpoint(tmp_path, temperature=0.0, max_new_tokens=192)
+    assert pol.per_fact
+    seen: list[int] = []
+    real = pol.generate
+    pol.generate = lambda prompts, **kw: (seen.append(kw["max_new_tokens"]), real(prompts, **kw))[1]  # type: ignore[method-assign]
+    inst = _instances(1)[0]
+    text = pol.state_texts([(inst.request, inst.bundle(), inst.choices)], batch_size=4)[0]
+    assert [ln.split(":", 1)[0] for ln in text.splitlines()] == inst.aliases
+    assert seen and set(seen) == {FACT_LINE_TOKENS} and len(seen) == -(-len(inst.aliases) // 4)
+    try:
+        pol.state(inst.request, inst.bundle(), inst.choices)
+    except StateParseError:
+        pass
