@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from policy.config import load_config
@@ -111,7 +113,12 @@ def test_a_per_fact_checkpoint_answers_one_capped_line_per_fact(tmp_path) -> Non
     assert pol.per_fact
     seen: list[int] = []
     real = pol.generate
-    pol.generate = lambda prompts, **kw: (seen.append(kw["max_new_tokens"]), real(prompts, **kw))[1]  # type: ignore[method-assign]
+
+    def counted(prompts: list[str], **kw: Any) -> list[str]:
+        seen.append(kw["max_new_tokens"])
+        return real(prompts, **kw)
+
+    pol.generate = counted  # type: ignore[method-assign]
     inst = _instances(1)[0]
     text = pol.state_texts([(inst.request, inst.bundle(), inst.choices)], batch_size=4)[0]
     assert [ln.split(":", 1)[0] for ln in text.splitlines()] == inst.aliases
