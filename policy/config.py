@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from llmclients.config import ModelEndpointConfig
 from policy.models import ModelConfig
+from policy.perfact import is_per_fact
 from policy.rewards import RewardConfig
 from training_data.synthetic import SyntheticConfig
 
@@ -203,8 +204,6 @@ class TrainConfig(BaseModel):
     def _consistent(self) -> TrainConfig:
         if self.use_cpu and (self.use_vllm or self.bf16):
             raise ValueError("use_cpu excludes use_vllm and bf16")
-        from policy.perfact import is_per_fact
-
         # per fact, the cap applies to the assembled state, which is longer than one completion
         if self.reward.max_state_tokens > self.max_completion_length and not is_per_fact(self.data.prompt):
             raise ValueError(f"reward.max_state_tokens ({self.reward.max_state_tokens}) exceeds max_completion_length "

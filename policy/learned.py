@@ -158,8 +158,10 @@ class LocalLearnedPolicy:
             idx = order[s:s + batch_size]
             for k, t in zip(idx, self.generate([prompts[k] for k in idx], max_new_tokens=cap)):
                 outs[k] = t
-        return [assemble([it.alias for it in q[1].items], [o for o, w in zip(outs, owners) if w == n])
-                for n, q in enumerate(queries)]
+        per_query: list[list[str]] = [[] for _ in queries]
+        for o, n in zip(outs, owners):
+            per_query[n].append(o)
+        return [assemble([it.alias for it in q[1].items], lines) for q, lines in zip(queries, per_query)]
 
     def state(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None = None) -> ReasoningState:
         text = self.state_texts([(request, bundle, choices)], batch_size=max(len(bundle.items), 1))[0]
@@ -176,13 +178,14 @@ class EndpointLearnedPolicy:
                  max_tokens: int = 512, facts_budget: int | None = None):
         self.chat, self.prompt, self.temperature, self.max_tokens = chat, prompt, temperature, max_tokens
         self.facts_budget = facts_budget
+        self.per_fact = is_per_fact(prompt)
         self.name = f"learned:{chat.name}:{load_prompt(prompt).version}"
         self.last_result: ChatResult | None = None
 
     def state(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None = None) -> ReasoningState:
         self.last_result = None
         aliases = [it.alias for it in bundle.items]
-        if is_per_fact(self.prompt):  # one call per fact; last_result keeps the last of them
+        if self.per_fact:  # one call per fact; last_result keeps the last of them
             outs = []
             for a in aliases:
                 res = self.chat.complete(fact_messages(request, bundle, a, choices, prompt=self.prompt),

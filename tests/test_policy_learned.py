@@ -52,6 +52,20 @@ def test_endpoint_policy_garbage_is_a_typed_error(server) -> None:  # noqa: ANN0
         EndpointLearnedPolicy(chat).state(inst.request, inst.bundle())
 
 
+def test_endpoint_policy_per_fact_asks_once_per_fact_and_assembles(server) -> None:  # noqa: ANN001
+    """With a per-fact prompt the endpoint gets one short request per fact, each naming only that fact as the
+    Memory; the replies (one line, with or without a handle) become one state line per fact."""
+    server.text = "F9: evidence | use | high"
+    chat = make_chat_model(ModelEndpointConfig(kind="openai", base_url=server.url, model="policy", max_retries=0))
+    inst = next(SyntheticSource(SyntheticConfig(n=3)).instances(0))
+    before = len(server.requests)
+    st = EndpointLearnedPolicy(chat, prompt="policy_fact_v1", temperature=0.0).state(inst.request, inst.bundle())
+    sent = server.requests[before:]
+    assert len(sent) == len(inst.aliases) and all(r["max_tokens"] <= 32 for r in sent)
+    assert [r["messages"][-1]["content"].split("Memory: [", 1)[1].split("]", 1)[0] for r in sent] == inst.aliases
+    assert [f.alias for f in st.facts] == inst.aliases and all(f.use and f.role == "evidence" for f in st.facts)
+
+
 def test_read_meta_explains_a_non_checkpoint(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="not a checkpoint"):
         read_meta(tmp_path)
