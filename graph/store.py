@@ -70,7 +70,8 @@ class GraphStore(Protocol):
 
     def version_token(self, user_id: str) -> str:
         """A cheap token that changes whenever the user's data changes (per-user caches key on it;
-        a purged and recreated user must not repeat an old token)."""
+        a purged and recreated user must not repeat an old token, nor may a user without data: a
+        cache built while such a user was being written would come back after a purge)."""
 
     def vector_search(self, user_id: str, embedding: Sequence[float], k: int) -> list[tuple[str, float]]:
         """Top-k (fact_id, cosine) among this user's facts."""

@@ -222,6 +222,34 @@ def test_neo4j_reader_sees_another_writers_commit_and_purge(neo4j_uri: str) -> N
         writer.close()
 
 
+@pytest.mark.neo4j
+def test_neo4j_index_built_while_a_user_was_created_does_not_survive_its_purge(neo4j_uri: str) -> None:
+    """The race the two-process test caught (stale_purged): a reader reads the token of a user who does
+    not exist yet, another process creates the user, the reader's snapshot sees that write and caches
+    the index under the token it read. After a purge the user is absent again; if absent users shared
+    one token ("none"), the next read would match it and serve the purged facts."""
+    from graph.neo4j import Neo4jStore
+    from graph.store import UnknownUser
+
+    writer, reader = Neo4jStore(neo4j_uri, embedding_dim=16), Neo4jStore(neo4j_uri, embedding_dim=16)
+    writer.setup()
+    writer.purge_user("maya")
+    try:
+        mem = Memory(reader, EMB)
+        absent = reader.version_token("maya")
+        assert reader.version_token("maya") != absent  # an absent user's token never repeats
+        vacation_user(writer)  # lands between the reader's token read and its snapshot read
+        idx = mem.routes.get(reader, "maya", absent)
+        assert "maya:beach" in idx.facts and mem.routes._d["maya"].token == absent
+        writer.purge_user("maya")
+        with pytest.raises(UnknownUser):  # not the cached index: the purged facts stay gone
+            mem.retrieve("maya", "beach trips for holidays")
+        mem.close()
+    finally:
+        writer.purge_user("maya")
+        writer.close()
+
+
 def test_the_store_seed_path_weighs_holders_too(tmp_path: Path) -> None:
     from graph.edits import CreateConcept as CC, EditBatch
     from graph.retrieval import retrieve

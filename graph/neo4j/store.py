@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+import uuid
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
@@ -225,7 +226,10 @@ class Neo4jStore:
             # auto-commit runs are not retried by the driver; execute_query is
             rows = self._read(Q.CACHE_TOKEN, u=user_id)
             row = rows[0] if rows else None
-        return f"{row['v']}:{row['e']}" if row else "none"
+        # No meta node (a new or purged user): a token never seen before, so nothing cached matches
+        # it. A fixed "none" would recur after a purge and validate an index built while the user
+        # was being (re)created: the purged facts came back (tests/test_multiprocess_neo4j.py).
+        return f"{row['v']}:{row['e']}" if row else f"none:{uuid.uuid4().hex}"
 
     def _embeddings(self, user_id: str) -> tuple[list[str], np.ndarray | None]:
         """This user's normalized embedding matrix, cached per user and checked on every search.

@@ -234,8 +234,9 @@ class RouteIndexCache:
 
     def get(self, store: GraphStore, user_id: str, token: str | None = None) -> RouteIndex:
         """The user's index at ``token`` (read from the store when None): the cached one if it has
-        that token, else rebuilt from a snapshot read after the token (a write landing in between
-        moves the token again, so the next request rebuilds; never a newer index under an old token)."""
+        that token, else rebuilt from a snapshot read after the token. A write landing in between is
+        in the index under the older token; the token has moved, so the next request rebuilds (this
+        relies on tokens never repeating, GraphStore.version_token)."""
         token = store.version_token(user_id) if token is None else token
         with self._lock:
             hit = self._d.get(user_id)
