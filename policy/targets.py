@@ -5,9 +5,13 @@ against the instance's answer key, and the best one becomes the supervised targe
 
 1. the rule baseline's state (``policy.rule.RulePolicy``: one line per fact, role and priority from the
    relational state, plus its RULE lines) — kept whenever it is already right;
-2. the rule state with one fact flipped to ``ignore | irrelevant | low`` (the rule baseline trusted a
+2. one side of a relation group taken (``use | high``) and the other members set aside, the other facts
+   as the rule state has them — before the single flips, so where both are right the target decides a
+   whole conflict or update the same way (a single flip left the second mention of the misleading side
+   in use, and per-fact targets then taught both decisions for the same kind of line);
+3. the rule state with one fact flipped to ``ignore | irrelevant | low`` (the rule baseline trusted a
    fact it should not have);
-3. "only this fact": every fact listed, one used (``high``), the others ignored.
+4. "only this fact": every fact listed, one used (``high``), the others ignored.
 
 Ties go to the earlier candidate, so the rule baseline's own state wins whenever nothing beats it. The
 answer key only picks among states; it never appears in them (a target that would disclose the answer
@@ -31,6 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
+from graph.retrieval import components
 from policy.rewards import AnswerModel, BaselineCache, RewardConfig, state_reward
 from policy.rule import RulePolicy
 from policy.state import FactUse, ReasoningState, parse_state
@@ -48,6 +53,14 @@ def candidate_states(inst: TrainingInstance, rule: RulePolicy | None = None, sty
     if style != "full":
         base = ReasoningState(facts=base.facts)
     out = [base.render()]
+    group = relation_groups(inst)
+    for it in inst.evidence:  # one side of a relation group taken, the rest of the group set aside
+        mates = {a for a, g in group.items() if g == group[it.alias] and a != it.alias}
+        if mates and any(f.alias == it.alias for f in base.facts):
+            facts = [FactUse(alias=f.alias, use=True, role=f.role, priority="high") if f.alias == it.alias
+                     else FactUse(alias=f.alias, use=False, role="irrelevant", priority="low") if f.alias in mates
+                     else f for f in base.facts]
+            out.append(ReasoningState(facts=tuple(facts), rules=base.rules).render())
     for k, f in enumerate(base.facts):
         if f.use:
             facts = list(base.facts)
@@ -59,6 +72,15 @@ def candidate_states(inst: TrainingInstance, rule: RulePolicy | None = None, sty
                       for o in inst.evidence)
         out.append(ReasoningState(facts=only).render())
     return out
+
+
+def relation_groups(inst: TrainingInstance) -> dict[str, str]:
+    """Alias -> its group: facts joined by SUPERSEDES/CONFLICTS_WITH edges among the instance's facts."""
+    alias = {it.fact.fact_id: it.alias for it in inst.evidence}
+    edges = [(it.fact.fact_id, o) for it in inst.evidence
+             for o in (*it.state.supersedes, *it.state.superseded_by, *it.state.conflicts_with) if o in alias]
+    comp = components(list(alias), edges)
+    return {alias[f]: str(comp[f]) for f in alias}
 
 
 def target_state(inst: TrainingInstance, model: AnswerModel, baseline: BaselineCache,

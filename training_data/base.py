@@ -101,6 +101,9 @@ class FactSpec(BaseModel):
     holder: str = "user"
     scope: str | None = None
     days: int = Field(default=30, ge=0, description="How many days before the request it was said.")
+    valid_days: int | None = Field(default=None, ge=0, description="Valid until this many days before the request "
+                                   "(expired after; a plan whose window has passed); None: no end.")
+    retracted: bool = Field(default=False, description="The user took it back (a Retract after it was said).")
     gold: GoldUse | None = None
 
 
@@ -119,7 +122,9 @@ def assemble(instance_key: str, user_id: str, specs: Sequence[FactSpec],
     ids = {s.key: f"{instance_key}::{s.key}" for s in specs}
     facts = {ids[s.key]: Fact(fact_id=ids[s.key], user_id=user_id, statement=s.statement, kind=s.kind,
                               holder=s.holder, scope=s.scope, observed_at=now - timedelta(days=s.days),
-                              recorded_at=now - timedelta(days=s.days))
+                              recorded_at=now - timedelta(days=s.days),
+                              valid_to=None if s.valid_days is None else now - timedelta(days=s.valid_days),
+                              retracted_at=now - timedelta(days=max(s.days - 1, 0)) if s.retracted else None)
              for s in specs}
     rels = [Relation(type=t, src=ids[a], dst=ids[b], at=now - timedelta(days=min(_days(specs, a), _days(specs, b))))
             for t, a, b in relations]

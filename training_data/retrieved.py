@@ -10,6 +10,9 @@ Sources:
   on; that is where learning is reported.
 - Synthetic dialogues (``training_data/synthetic.py`` cases told as dialogues): the user says each
   fact on its own dated session, oldest first, so supersession has to be found by induction too.
+- State cases (``training_data/state_cases.py``, training only): synthetic memories written as edits
+  (disputed constraints, expired plans, outside evidence, retractions), for the states the extractor
+  rarely yields yet; retrieval, states and rendering are still the pipeline's.
 
 The answer key stays with the reward: ``reference_answer``, ``choices`` and ``scorer`` (what the task
 scorer compares with), never the request or the facts. MemSyco tasks become two-option questions where
@@ -43,6 +46,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from graph.edits import EditBatch, EditRejected
 from induction.adapters import load_memsyco
 from induction.config import IngestConfig
 from induction.session import Session, SessionTurn
@@ -50,6 +54,7 @@ from llmclients.embeddings import EmbedderConfig
 from training_data.base import EPOCH, Category, ScorerId, TrainingInstance, shuffled_choices
 from training_data.build import is_heldout
 from training_data.memsyco import TASKS
+from training_data.state_cases import StateCaseSource, case_batches
 from training_data.synthetic import SyntheticConfig, SyntheticSource
 
 RETRIEVED_VERSION = "retrieved-v1"
@@ -66,6 +71,8 @@ class RetrievedBuildConfig(BaseModel):
     synthetic_n: int = Field(default=0, ge=0, description="Synthetic dialogues (always training rows).")
     synthetic: SyntheticConfig = Field(default_factory=lambda: SyntheticConfig(max_distractors=2),
                                        description="Synthetic cases told as dialogues.")
+    state_n: int = Field(default=0, ge=0, description="State cases written as edits (training rows only; "
+                         "training_data/state_cases.py).")
     k: int = Field(default=6, ge=1, description="Retrieval k: facts per request (keeps CPU prompts short).")
     embedder: EmbedderConfig = Field(default_factory=EmbedderConfig, description="Retrieval embedder (MiniLM).")
     ingest: IngestConfig = Field(default_factory=IngestConfig, description="Ingest settings (offline extractor).")
@@ -84,6 +91,7 @@ class Case:
     scorer: ScorerId
     split: str
     metadata: dict[str, Any] = field(default_factory=dict)
+    batches: list[EditBatch] | None = None  # written as edits instead of ingested (state cases)
 
 
 def _raw_rows(path: Path) -> dict[str, dict[str, Any]]:
@@ -140,6 +148,19 @@ def synthetic_cases(cfg: SyntheticConfig, n: int, seed: int) -> Iterator[Case]:
                    split="train", metadata={"family": f"synthetic-{inst.category}"})
 
 
+def state_cases(n: int, seed: int, synthetic: SyntheticConfig) -> Iterator[Case]:
+    """State cases (training_data/state_cases.py) as edit batches for their own user."""
+    src = StateCaseSource(synthetic)
+    for k in range(n):
+        family, c = src.case(seed, k)
+        user = f"ret-state-{seed}-{k}"
+        rng = random.Random(f"state-choices:{seed}:{k}")
+        yield Case(instance_id=f"retrieved-state:{seed}:{k}", category=c.category, sessions=[], request=c.request,
+                   reference=c.correct, choices=shuffled_choices(c.correct, c.wrong, rng), scorer="choice",
+                   split="train", metadata={"family": f"state-{family}"},
+                   batches=case_batches(user, c))
+
+
 def _first_person(statement: str) -> str:
     """'The user loves X.' -> 'I love X.' (other people's statements stay as they are).
 
@@ -188,8 +209,10 @@ def build_retrieved(out_dir: str | Path, cfg: RetrievedBuildConfig,
         cases += list(memsyco_cases(cfg.memsyco_root, cfg.tasks, cfg.limit_per_task, cfg.heldout_fraction, cfg.seed))
     if cfg.synthetic_n:
         cases += list(synthetic_cases(cfg.synthetic, cfg.synthetic_n, cfg.seed))
+    if cfg.state_n:
+        cases += list(state_cases(cfg.state_n, cfg.seed, cfg.synthetic))
     if not cases:
-        raise ValueError("no source configured: set memsyco_root and/or synthetic_n")
+        raise ValueError("no source configured: set memsyco_root, synthetic_n and/or state_n")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tmp = tempfile.mkdtemp(prefix="evomem-retrieved-")  # a fresh store: a build never sees an earlier one
@@ -233,10 +256,12 @@ def _instance(case: Case, mem: Any, ing: Any, k: int, errors: dict[str, str],
     try:
         for s in case.sessions:
             ing.ingest(s)
-    except ingest_error as e:
+        for b in case.batches or ():
+            mem.apply(b, now=EPOCH)  # the request's clock, not the wall's: a rebuild is byte-identical
+    except (ingest_error, EditRejected) as e:
         errors[case.instance_id] = str(e)[:200]
         return None
-    user = case.sessions[0].user_id
+    user = case.sessions[0].user_id if case.sessions else case.batches[0].user_id  # type: ignore[index]
     if user not in mem.store.users():
         errors[case.instance_id] = "no facts extracted"
         return None

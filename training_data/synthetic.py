@@ -68,7 +68,9 @@ class SyntheticConfig(BaseModel):
         return v
 
 
-class _Case(BaseModel):
+class Case(BaseModel):
+    """A case before assembly: its facts, their relations, the request and its options."""
+
     category: Category
     request: str
     correct: str
@@ -102,7 +104,7 @@ class SyntheticSource:
 
     def __init__(self, config: SyntheticConfig | None = None):
         self.config = config or SyntheticConfig()
-        self._makers: dict[str, Callable[[random.Random], _Case]] = {
+        self._makers: dict[str, Callable[[random.Random], Case]] = {
             "update": self._update, "constraint": self._constraint, "scope": self._scope,
             "belief-vs-evidence": self._belief, "conflict": self._conflict, "preference-use": self._pref_use}
 
@@ -110,11 +112,15 @@ class SyntheticSource:
         for i in range(self.config.n):
             yield self.make(seed, i)
 
+    def case(self, rng: random.Random) -> Case:
+        """One case (specs, relations, request, options) drawn with ``rng``, distractors included."""
+        case = self._makers[rng.choice(self.config.categories)](rng)
+        self._add_distractors(rng, case)
+        return case
+
     def make(self, seed: int, i: int) -> TrainingInstance:
         rng = random.Random(f"synthetic:{seed}:{i}")
-        cat = rng.choice(self.config.categories)
-        case = self._makers[cat](rng)
-        self._add_distractors(rng, case)
+        case = self.case(rng)
         key = f"syn{seed}-{i:06d}"
         user = f"synth-user-{rng.randint(0, 999):03d}"
         items, gold, _ = assemble(key, user, case.specs, case.relations, rng,  # type: ignore[arg-type]
@@ -129,7 +135,7 @@ class SyntheticSource:
     def _misleading_twice(self, rng: random.Random) -> bool:
         return rng.random() < self.config.repeat_misleading
 
-    def _update(self, rng: random.Random) -> _Case:
+    def _update(self, rng: random.Random) -> Case:
         dname, dom = _domain(rng)
         old, new, other = rng.sample(dom["items"], 3)
         t_old = _old(rng)
@@ -140,11 +146,11 @@ class SyntheticSource:
                                   days=t_old + rng.randint(1, 60), gold=IGNORE_HIST))
         linked = rng.random() >= self.config.unlinked_update
         rels = [("SUPERSEDES", "new", "old")] if linked else []
-        return _Case(category="update", request=rng.choice(dom["requests"]), correct=new["answer"],
+        return Case(category="update", request=rng.choice(dom["requests"]), correct=new["answer"],
                      wrong=[old["answer"], other["answer"]], specs=specs, relations=rels,
                      meta={"domain": dname, "linked": linked})
 
-    def _constraint(self, rng: random.Random) -> _Case:
+    def _constraint(self, rng: random.Random) -> Case:
         dname, dom = _domain(rng)
         liked, ok, other = rng.sample(dom["items"], 3)
         specs = [FactSpec(key="liked", statement=_fill(rng, "like", p=liked["phrase"]), days=_old(rng), gold=IGNORE_PREF),
@@ -154,10 +160,10 @@ class SyntheticSource:
         if self._misleading_twice(rng):
             specs.append(FactSpec(key="liked_hist", statement=_fill(rng, "history", p=liked["phrase"]),
                                   kind="experience", days=_old(rng), gold=IGNORE_HIST))
-        return _Case(category="constraint", request=rng.choice(dom["requests"]), correct=ok["answer"],
+        return Case(category="constraint", request=rng.choice(dom["requests"]), correct=ok["answer"],
                      wrong=[liked["answer"], other["answer"]], specs=specs, meta={"domain": dname})
 
-    def _scope(self, rng: random.Random) -> _Case:
+    def _scope(self, rng: random.Random) -> Case:
         dname, dom = _domain(rng)
         here_item, there_item, other = rng.sample(dom["items"], 3)
         pair = list(rng.choice(templates()["scopes"]))
@@ -170,11 +176,11 @@ class SyntheticSource:
         if self._misleading_twice(rng):
             specs.append(FactSpec(key="there2", statement=_fill(rng, "history", p=there_item["phrase"]), kind="experience",
                                   scope=there["scope"], days=_old(rng), gold=IGNORE_IRRELEVANT))
-        return _Case(category="scope", request=f"{here['say']} {rng.choice(dom['requests'])}", correct=here_item["answer"],
+        return Case(category="scope", request=f"{here['say']} {rng.choice(dom['requests'])}", correct=here_item["answer"],
                      wrong=[there_item["answer"], other["answer"]], specs=specs,
                      meta={"domain": dname, "scope": here["scope"]})
 
-    def _belief(self, rng: random.Random) -> _Case:
+    def _belief(self, rng: random.Random) -> Case:
         t = templates()
         m = rng.choice(t["myths"])
         specs = [FactSpec(key="belief", statement=_fill(rng, "belief", claim=m["myth"], job=rng.choice(t["jobs"])),
@@ -188,10 +194,10 @@ class SyntheticSource:
                               days=rng.randint(3, 400), gold=IGNORE_IRRELEVANT))
         linked = rng.random() >= self.config.unlinked_update
         rels = [("CONFLICTS_WITH", "evidence", "belief")] if linked else []
-        return _Case(category="belief-vs-evidence", request=m["question"], correct=m["truth_answer"],
+        return Case(category="belief-vs-evidence", request=m["question"], correct=m["truth_answer"],
                      wrong=[m["myth_answer"]], specs=specs, relations=rels, meta={"myth": m["myth"], "linked": linked})
 
-    def _conflict(self, rng: random.Random) -> _Case:
+    def _conflict(self, rng: random.Random) -> Case:
         tool = rng.choice(templates()["tools"])
         fav, best, other = rng.sample(tool["options"], 3)
         specs = [FactSpec(key="pref", statement=_fill(rng, "tool_pref", a=fav, cat=tool["cat"]), days=_old(rng),
@@ -205,11 +211,11 @@ class SyntheticSource:
                                   days=_new(rng), gold=IGNORE_PREF))
         linked = rng.random() >= self.config.unlinked_update
         rels = [("CONFLICTS_WITH", "evidence", "pref")] if linked else []
-        return _Case(category="conflict", request=f"Which of the {tool['cat']} should I choose for {tool['req']}?",
+        return Case(category="conflict", request=f"Which of the {tool['cat']} should I choose for {tool['req']}?",
                      correct=best, wrong=[fav, other], specs=specs, relations=rels,
                      meta={"tool_category": tool["cat"], "linked": linked})
 
-    def _pref_use(self, rng: random.Random) -> _Case:
+    def _pref_use(self, rng: random.Random) -> Case:
         dname, dom = _domain(rng)
         mine, theirs, other = rng.sample(dom["items"], 3)
         person = rng.choice(templates()["people"])
@@ -222,11 +228,11 @@ class SyntheticSource:
             specs.append(FactSpec(key="theirs2", statement=_fill(rng, "other_repeat", name=person["name"],
                                                                  pron=person["pron"], p=theirs["phrase"]),
                                   holder=person["name"], days=rng.randint(3, 300), gold=IGNORE_IRRELEVANT))
-        return _Case(category="preference-use", request=rng.choice(dom["requests"]), correct=mine["answer"],
+        return Case(category="preference-use", request=rng.choice(dom["requests"]), correct=mine["answer"],
                      wrong=[theirs["answer"], other["answer"]], specs=specs, meta={"domain": dname})
 
     # --- distractors (D.1) ----------------------------------------------------------------------------
-    def _add_distractors(self, rng: random.Random, case: _Case) -> None:
+    def _add_distractors(self, rng: random.Random, case: Case) -> None:
         domain = case.meta.get("domain")
         others = [d for d in sorted(templates()["domains"]) if d != domain]
 

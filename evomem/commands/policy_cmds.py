@@ -36,6 +36,8 @@ class BuildInstancesOptions(CommonOptions):
     limit_per_task: int | None = Field(default=60, ge=1, description="First N rows of each MemSyco task.")
     heldout_fraction: float = Field(default=0.3, gt=0, lt=1, description="Share of MemSyco rows held out (by row id).")
     synthetic_n: int = Field(default=30, ge=0, description="Synthetic dialogues (training only).")
+    state_n: int = Field(default=0, ge=0, description="State cases written as edits: disputed constraints, expired "
+                         "plans, outside evidence, retractions (training only; training_data/state_cases.py).")
     k: int = Field(default=6, ge=1, description="Facts retrieved per request.")
     seed: int = Field(default=0, description="Seed (option order, synthetic cases).")
 
@@ -116,7 +118,8 @@ def cmd_ship_policy(opts: ShipPolicyOptions) -> int:
     build = json.loads((data_dir / "manifest.json").read_text()).get("config", {})
     reproduce = [
         f"evomem build-instances --out {data_dir} --memsyco-root ../shared/data/memsyco-bench "
-        f"--limit-per-task {build.get('limit_per_task', 60)} --synthetic-n {build.get('synthetic_n', 0)}",
+        f"--limit-per-task {build.get('limit_per_task', 60)} --synthetic-n {build.get('synthetic_n', 0)}"
+        + (f" --state-n {build['state_n']}" if build.get("state_n") else ""),
         f"evomem train-policy --config configs/{cfg['name']}.yaml --set seed={cfg['seed']} output_dir={run}",
         f"python bench/policy_retrieved.py --data {data_dir} --config {cfg['name']} --checkpoint {run}/{opts.checkpoint} "
         f"--batch 8 --latency-rows 3 --out {run}/heldout",
@@ -159,7 +162,7 @@ def cmd_build_instances(opts: BuildInstancesOptions) -> int:
 
     cfg = RetrievedBuildConfig(seed=opts.seed, memsyco_root=opts.memsyco_root, limit_per_task=opts.limit_per_task,
                                heldout_fraction=opts.heldout_fraction, synthetic_n=opts.synthetic_n, k=opts.k,
-                               embedder=EmbedderConfig(kind=opts.embedder or "minilm"))
+                               state_n=opts.state_n, embedder=EmbedderConfig(kind=opts.embedder or "minilm"))
     manifest = build_retrieved(opts.out, cfg)
 
     def text() -> str:
