@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import sys
+
 from typing import Any
 
 from pydantic import Field
@@ -40,6 +42,7 @@ class BuildInstancesOptions(CommonOptions):
                          "plans, outside evidence, retractions (training only; training_data/state_cases.py).")
     k: int = Field(default=6, ge=1, description="Facts retrieved per request.")
     seed: int = Field(default=0, description="Seed (option order, synthetic cases).")
+    progress: bool = Field(default=True, description="Progress bar on stderr.")
 
 
 class TrainPolicyOptions(CommonOptions):
@@ -163,7 +166,14 @@ def cmd_build_instances(opts: BuildInstancesOptions) -> int:
     cfg = RetrievedBuildConfig(seed=opts.seed, memsyco_root=opts.memsyco_root, limit_per_task=opts.limit_per_task,
                                heldout_fraction=opts.heldout_fraction, synthetic_n=opts.synthetic_n, k=opts.k,
                                state_n=opts.state_n, embedder=EmbedderConfig(kind=opts.embedder or "minilm"))
-    manifest = build_retrieved(opts.out, cfg)
+    from tqdm import tqdm
+
+    with tqdm(total=0, desc="build-instances", unit="case", disable=not opts.progress, file=sys.stderr) as bar:
+        def progress(n: int, total: int) -> None:
+            bar.total = total
+            bar.update(n - bar.n)
+
+        manifest = build_retrieved(opts.out, cfg, progress)
 
     def text() -> str:
         c = manifest["counts"]
