@@ -168,12 +168,19 @@ def cmd_build_instances(opts: BuildInstancesOptions) -> int:
                                state_n=opts.state_n, embedder=EmbedderConfig(kind=opts.embedder or "minilm"))
     from tqdm import tqdm
 
-    with tqdm(total=0, desc="build-instances", unit="case", disable=not opts.progress, file=sys.stderr) as bar:
-        def progress(n: int, total: int) -> None:
-            bar.total = total
-            bar.update(n - bar.n)
+    bars: list[Any] = []  # opened on the first case: an input error before it prints only its sentence
 
+    def progress(n: int, total: int) -> None:
+        if not bars:
+            bars.append(tqdm(total=total, desc="build-instances", unit="case", disable=not opts.progress,
+                             file=sys.stderr))
+        bars[0].update(n - bars[0].n)
+
+    try:
         manifest = build_retrieved(opts.out, cfg, progress)
+    finally:
+        for bar in bars:
+            bar.close()
 
     def text() -> str:
         c = manifest["counts"]
