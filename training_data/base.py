@@ -106,6 +106,9 @@ class FactSpec(BaseModel):
     retracted: bool = Field(default=False, description="The user took it back (a Retract after it was said).")
     gold: GoldUse | None = None
 
+    def valid_to(self, now: datetime) -> datetime | None:
+        return None if self.valid_days is None else now - timedelta(days=self.valid_days)
+
 
 def assemble(instance_key: str, user_id: str, specs: Sequence[FactSpec],
              relations: Sequence[tuple[Literal["SUPERSEDES", "CONFLICTS_WITH"], str, str]],
@@ -123,7 +126,7 @@ def assemble(instance_key: str, user_id: str, specs: Sequence[FactSpec],
     facts = {ids[s.key]: Fact(fact_id=ids[s.key], user_id=user_id, statement=s.statement, kind=s.kind,
                               holder=s.holder, scope=s.scope, observed_at=now - timedelta(days=s.days),
                               recorded_at=now - timedelta(days=s.days),
-                              valid_to=None if s.valid_days is None else now - timedelta(days=s.valid_days),
+                              valid_to=s.valid_to(now),
                               retracted_at=now - timedelta(days=max(s.days - 1, 0)) if s.retracted else None)
              for s in specs}
     rels = [Relation(type=t, src=ids[a], dst=ids[b], at=now - timedelta(days=min(_days(specs, a), _days(specs, b))))

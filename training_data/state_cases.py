@@ -36,7 +36,7 @@ import yaml
 from graph.edits import AttachFact, Conflict, EditBatch, OntologyEdit, Retract, Supersede
 from graph.models import Fact, Turn
 from training_data.base import EPOCH, FactSpec
-from training_data.synthetic import Case, SyntheticConfig, SyntheticSource, templates as synthetic_templates
+from training_data.synthetic import Case, SyntheticConfig, SyntheticSource, domain, fill, templates as synthetic_templates
 
 STATE_FAMILIES: tuple[str, ...] = ("disputed-constraint", "expired-plan", "outside-evidence", "retracted", "written")
 _MONTHS = ("January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -50,6 +50,11 @@ def templates() -> dict[str, Any]:
 
 def _cap(s: str) -> str:
     return s[:1].upper() + s[1:]
+
+
+def _until(end: datetime) -> dict[str, Any]:
+    """``{month}`` and ``{year}`` of a plan template for a plan that ends at ``end``."""
+    return {"month": _MONTHS[end.month - 1], "year": end.year}
 
 
 class StateCaseSource:
@@ -96,14 +101,13 @@ class StateCaseSource:
         place = rng.choice(t["places"])
         planned, ended = rng.randint(200, 500), rng.randint(30, 150)
         end = EPOCH - timedelta(days=ended)
-        plan = rng.choice(t["plan_templates"]).format(city=away, month=_MONTHS[end.month - 1], year=end.year)
+        plan = rng.choice(t["plan_templates"]).format(city=away, **_until(end))
         specs = [FactSpec(key="plan", statement=plan, kind="plan", days=planned, valid_days=ended),
                  FactSpec(key="home", statement=rng.choice(t["home_templates"]).format(city=home), kind="circumstance",
                           days=rng.randint(3, 600))]
         if rng.random() < 0.7:
             specs.append(FactSpec(key="plan2", kind="plan", days=rng.randint(ended + 1, planned), valid_days=ended,
-                                  statement=rng.choice(t["plan_repeat"]).format(city=away, month=_MONTHS[end.month - 1],
-                                                                                year=end.year)))
+                                  statement=rng.choice(t["plan_repeat"]).format(city=away, **_until(end))))
         ans = t["place_answers"]
         return Case(category="update", request=rng.choice(t["place_requests"]).format(place=place),
                     correct=ans["right"].format(place=place, city=home), wrong=[ans["wrong"].format(place=place, city=away)],
@@ -127,18 +131,14 @@ class StateCaseSource:
                     wrong=[myth["myth_answer"]], specs=specs, relations=rels, meta={"state_family": "outside-evidence"})
 
     def _retracted(self, rng: random.Random) -> Case:
-        syn = synthetic_templates()
-        dname = rng.choice(sorted(syn["domains"]))
-        dom = syn["domains"][dname]
+        dname, dom = domain(rng)
         kept, taken_back, other = rng.sample(dom["items"], 3)
         said = rng.randint(5, 300)
-        specs = [FactSpec(key="retracted", statement=rng.choice(syn["templates"]["like"]).format(p=taken_back["phrase"]),
-                          days=said, retracted=True),
-                 FactSpec(key="kept", statement=rng.choice(syn["templates"]["like"]).format(p=kept["phrase"]),
-                          days=rng.randint(3, 400))]
+        specs = [FactSpec(key="retracted", statement=fill(rng, "like", p=taken_back["phrase"]), days=said, retracted=True),
+                 FactSpec(key="kept", statement=fill(rng, "like", p=kept["phrase"]), days=rng.randint(3, 400))]
         if rng.random() < 0.7:
             specs.append(FactSpec(key="retracted2", days=said, retracted=True,
-                                  statement=rng.choice(syn["templates"]["like"]).format(p=taken_back["phrase"])))
+                                  statement=fill(rng, "like", p=taken_back["phrase"])))
         return Case(category="update", request=rng.choice(dom["requests"]), correct=kept["answer"],
                     wrong=[taken_back["answer"], other["answer"]], specs=specs,
                     meta={"state_family": "retracted", "domain": dname})
@@ -148,15 +148,15 @@ class StateCaseSource:
         that is not the point of the request)."""
         syn = synthetic_templates()
         for n in range(rng.randint(1, 2)):
-            dom = syn["domains"][rng.choice(sorted(syn["domains"]))]
+            _, dom = domain(rng)
             case.specs.append(FactSpec(key=f"distractor{n}", days=rng.randint(3, 400),
                                        statement=rng.choice(syn["templates"]["like"]).format(p=rng.choice(dom["items"])["phrase"])))
         if case.meta.get("state_family") != "expired-plan" and rng.random() < 0.3:
-            end = EPOCH - timedelta(days=rng.randint(30, 150))
+            ended = rng.randint(30, 150)
             plan = rng.choice(templates()["plan_templates"]).format(city=rng.choice(templates()["cities"]),
-                                                                   month=_MONTHS[end.month - 1], year=end.year)
+                                                                   **_until(EPOCH - timedelta(days=ended)))
             case.specs.append(FactSpec(key="old_plan", statement=plan, kind="plan", days=rng.randint(200, 500),
-                                       valid_days=(EPOCH - end).days))
+                                       valid_days=ended))
 
 
 def case_batches(user: str, case: Case, now: datetime = EPOCH) -> list[EditBatch]:
@@ -176,7 +176,7 @@ def case_batches(user: str, case: Case, now: datetime = EPOCH) -> list[EditBatch
         edits: list[OntologyEdit] = [AttachFact(concept_id=f"{user}::root", fact=Fact(
             fact_id=ids[s.key], user_id=user, statement=s.statement, kind=s.kind, holder=s.holder, scope=s.scope,
             source_turn_ids=(turns[k].turn_id,), session_id=sid, observed_at=at, valid_from=at,
-            valid_to=None if s.valid_days is None else now - timedelta(days=s.valid_days))) for k, s in enumerate(specs)]
+            valid_to=s.valid_to(now))) for k, s in enumerate(specs)]
         for t, a, b in case.relations:
             if min(day_of[a], day_of[b]) == d:
                 edits.append(Supersede(new_fact_id=ids[a], old_fact_id=ids[b]) if t == "SUPERSEDES"

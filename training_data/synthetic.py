@@ -80,11 +80,13 @@ class Case(BaseModel):
     meta: dict[str, Any] = Field(default_factory=dict)
 
 
-def _fill(rng: random.Random, kind: str, **kw: str) -> str:
+def fill(rng: random.Random, kind: str, **kw: str) -> str:
+    """One template of ``kind`` (synthetic_v1.yaml), drawn with ``rng`` and filled in."""
     return rng.choice(templates()["templates"][kind]).format(**kw)
 
 
-def _domain(rng: random.Random) -> tuple[str, dict[str, Any]]:
+def domain(rng: random.Random) -> tuple[str, dict[str, Any]]:
+    """A domain (name, its items, requests and constraints), drawn with ``rng``."""
     name = rng.choice(sorted(templates()["domains"]))
     return name, templates()["domains"][name]
 
@@ -136,13 +138,13 @@ class SyntheticSource:
         return rng.random() < self.config.repeat_misleading
 
     def _update(self, rng: random.Random) -> Case:
-        dname, dom = _domain(rng)
+        dname, dom = domain(rng)
         old, new, other = rng.sample(dom["items"], 3)
         t_old = _old(rng)
-        specs = [FactSpec(key="old", statement=_fill(rng, "like", p=old["phrase"]), days=t_old, gold=IGNORE_HIST),
-                 FactSpec(key="new", statement=_fill(rng, "update", p=new["phrase"]), days=_new(rng), gold=USE_HIGH_PREF)]
+        specs = [FactSpec(key="old", statement=fill(rng, "like", p=old["phrase"]), days=t_old, gold=IGNORE_HIST),
+                 FactSpec(key="new", statement=fill(rng, "update", p=new["phrase"]), days=_new(rng), gold=USE_HIGH_PREF)]
         if self._misleading_twice(rng):
-            specs.append(FactSpec(key="old_hist", statement=_fill(rng, "history", p=old["phrase"]), kind="experience",
+            specs.append(FactSpec(key="old_hist", statement=fill(rng, "history", p=old["phrase"]), kind="experience",
                                   days=t_old + rng.randint(1, 60), gold=IGNORE_HIST))
         linked = rng.random() >= self.config.unlinked_update
         rels = [("SUPERSEDES", "new", "old")] if linked else []
@@ -151,30 +153,30 @@ class SyntheticSource:
                      meta={"domain": dname, "linked": linked})
 
     def _constraint(self, rng: random.Random) -> Case:
-        dname, dom = _domain(rng)
+        dname, dom = domain(rng)
         liked, ok, other = rng.sample(dom["items"], 3)
-        specs = [FactSpec(key="liked", statement=_fill(rng, "like", p=liked["phrase"]), days=_old(rng), gold=IGNORE_PREF),
+        specs = [FactSpec(key="liked", statement=fill(rng, "like", p=liked["phrase"]), days=_old(rng), gold=IGNORE_PREF),
                  FactSpec(key="constraint", statement=rng.choice(dom["constraints"]).format(p=ok["phrase"]),
                           kind="constraint", days=_new(rng),
                           gold=GoldUse(use=True, role="constraint", priority="high"))]
         if self._misleading_twice(rng):
-            specs.append(FactSpec(key="liked_hist", statement=_fill(rng, "history", p=liked["phrase"]),
+            specs.append(FactSpec(key="liked_hist", statement=fill(rng, "history", p=liked["phrase"]),
                                   kind="experience", days=_old(rng), gold=IGNORE_HIST))
         return Case(category="constraint", request=rng.choice(dom["requests"]), correct=ok["answer"],
                      wrong=[liked["answer"], other["answer"]], specs=specs, meta={"domain": dname})
 
     def _scope(self, rng: random.Random) -> Case:
-        dname, dom = _domain(rng)
+        dname, dom = domain(rng)
         here_item, there_item, other = rng.sample(dom["items"], 3)
         pair = list(rng.choice(templates()["scopes"]))
         rng.shuffle(pair)
         here, there = pair
-        specs = [FactSpec(key="here", statement=_fill(rng, "scoped", S=here["scope"].capitalize(), p=here_item["phrase"]),
+        specs = [FactSpec(key="here", statement=fill(rng, "scoped", S=here["scope"].capitalize(), p=here_item["phrase"]),
                           scope=here["scope"], days=rng.randint(3, 300), gold=USE_HIGH_PREF),
-                 FactSpec(key="there", statement=_fill(rng, "scoped", S=there["scope"].capitalize(), p=there_item["phrase"]),
+                 FactSpec(key="there", statement=fill(rng, "scoped", S=there["scope"].capitalize(), p=there_item["phrase"]),
                           scope=there["scope"], days=rng.randint(3, 300), gold=IGNORE_IRRELEVANT)]
         if self._misleading_twice(rng):
-            specs.append(FactSpec(key="there2", statement=_fill(rng, "history", p=there_item["phrase"]), kind="experience",
+            specs.append(FactSpec(key="there2", statement=fill(rng, "history", p=there_item["phrase"]), kind="experience",
                                   scope=there["scope"], days=_old(rng), gold=IGNORE_IRRELEVANT))
         return Case(category="scope", request=f"{here['say']} {rng.choice(dom['requests'])}", correct=here_item["answer"],
                      wrong=[there_item["answer"], other["answer"]], specs=specs,
@@ -183,12 +185,12 @@ class SyntheticSource:
     def _belief(self, rng: random.Random) -> Case:
         t = templates()
         m = rng.choice(t["myths"])
-        specs = [FactSpec(key="belief", statement=_fill(rng, "belief", claim=m["myth"], job=rng.choice(t["jobs"])),
+        specs = [FactSpec(key="belief", statement=fill(rng, "belief", claim=m["myth"], job=rng.choice(t["jobs"])),
                           kind="belief", days=rng.randint(10, 300), gold=IGNORE_IRRELEVANT),
-                 FactSpec(key="evidence", statement=_fill(rng, "evidence", claim=m["truth"], src=rng.choice(t["sources"])),
+                 FactSpec(key="evidence", statement=fill(rng, "evidence", claim=m["truth"], src=rng.choice(t["sources"])),
                           kind="event", days=rng.randint(3, 300), gold=GoldUse(use=True, role="evidence", priority="high"))]
         if self._misleading_twice(rng):
-            specs.append(FactSpec(key="belief2", statement=_fill(rng, "belief_repeat", claim=m["myth"]), kind="belief",
+            specs.append(FactSpec(key="belief2", statement=fill(rng, "belief_repeat", claim=m["myth"]), kind="belief",
                                   days=rng.randint(10, 300), gold=IGNORE_IRRELEVANT))
         specs.append(FactSpec(key="everyday", statement=rng.choice(t["templates"]["everyday"]), kind="circumstance",
                               days=rng.randint(3, 400), gold=IGNORE_IRRELEVANT))
@@ -200,14 +202,14 @@ class SyntheticSource:
     def _conflict(self, rng: random.Random) -> Case:
         tool = rng.choice(templates()["tools"])
         fav, best, other = rng.sample(tool["options"], 3)
-        specs = [FactSpec(key="pref", statement=_fill(rng, "tool_pref", a=fav, cat=tool["cat"]), days=_old(rng),
+        specs = [FactSpec(key="pref", statement=fill(rng, "tool_pref", a=fav, cat=tool["cat"]), days=_old(rng),
                           gold=IGNORE_PREF),
                  # Evidence may predate the preference: a conflict has no time order (an update does), so
                  # "the newer fact wins" must not solve this family.
-                 FactSpec(key="evidence", statement=_fill(rng, "tool_evidence", b=best, req=tool["req"]), kind="event",
+                 FactSpec(key="evidence", statement=fill(rng, "tool_evidence", b=best, req=tool["req"]), kind="event",
                           days=rng.randint(3, 400), gold=GoldUse(use=True, role="evidence", priority="high"))]
         if self._misleading_twice(rng):
-            specs.append(FactSpec(key="pref2", statement=_fill(rng, "tool_repeat", a=fav), kind="experience",
+            specs.append(FactSpec(key="pref2", statement=fill(rng, "tool_repeat", a=fav), kind="experience",
                                   days=_new(rng), gold=IGNORE_PREF))
         linked = rng.random() >= self.config.unlinked_update
         rels = [("CONFLICTS_WITH", "evidence", "pref")] if linked else []
@@ -216,16 +218,16 @@ class SyntheticSource:
                      meta={"tool_category": tool["cat"], "linked": linked})
 
     def _pref_use(self, rng: random.Random) -> Case:
-        dname, dom = _domain(rng)
+        dname, dom = domain(rng)
         mine, theirs, other = rng.sample(dom["items"], 3)
         person = rng.choice(templates()["people"])
-        specs = [FactSpec(key="mine", statement=_fill(rng, "like", p=mine["phrase"]), days=rng.randint(3, 300),
+        specs = [FactSpec(key="mine", statement=fill(rng, "like", p=mine["phrase"]), days=rng.randint(3, 300),
                           gold=USE_HIGH_PREF),
-                 FactSpec(key="theirs", statement=_fill(rng, "other_like", rel=person["rel"], name=person["name"],
+                 FactSpec(key="theirs", statement=fill(rng, "other_like", rel=person["rel"], name=person["name"],
                                                         p=theirs["phrase"]),
                           holder=person["name"], days=rng.randint(3, 300), gold=IGNORE_IRRELEVANT)]
         if self._misleading_twice(rng):
-            specs.append(FactSpec(key="theirs2", statement=_fill(rng, "other_repeat", name=person["name"],
+            specs.append(FactSpec(key="theirs2", statement=fill(rng, "other_repeat", name=person["name"],
                                                                  pron=person["pron"], p=theirs["phrase"]),
                                   holder=person["name"], days=rng.randint(3, 300), gold=IGNORE_IRRELEVANT))
         return Case(category="preference-use", request=rng.choice(dom["requests"]), correct=mine["answer"],
@@ -238,7 +240,7 @@ class SyntheticSource:
 
         def unrelated(n: int) -> FactSpec:
             item = rng.choice(templates()["domains"][rng.choice(others)]["items"])
-            return FactSpec(key=f"distractor{n}", statement=_fill(rng, "like", p=item["phrase"]),
+            return FactSpec(key=f"distractor{n}", statement=fill(rng, "like", p=item["phrase"]),
                             days=rng.randint(3, 400), gold=IGNORE_IRRELEVANT)
 
         n_extra = rng.randint(0, self.config.max_distractors)
@@ -249,7 +251,7 @@ class SyntheticSource:
             person = rng.choice(templates()["people"])
             target = next(i for i in templates()["domains"][domain]["items"] if i["answer"] == case.wrong[-1])
             case.specs.append(FactSpec(key="other_person", holder=person["name"], days=rng.randint(3, 300),
-                                       statement=_fill(rng, "other_like", rel=person["rel"], name=person["name"],
+                                       statement=fill(rng, "other_like", rel=person["rel"], name=person["name"],
                                                        p=target["phrase"]), gold=IGNORE_IRRELEVANT))
         while len(case.specs) < self.config.min_facts:
             n_extra += 1

@@ -9,7 +9,6 @@
 from __future__ import annotations
 
 import sys
-
 from typing import Any
 
 from pydantic import Field
