@@ -45,12 +45,26 @@ class RenderedContext(BaseModel):
     dropped_groups: int = 0
 
 
+# Outside evidence (the assistant's or a document's report) is weighed against the user's belief; any other
+# holder is a person the fact is about. "(about assistant)" read like the assistant's preference (note 41).
+_REPORTED = {"assistant": "said by the assistant", "document": "from a document"}
+
+
+def holder_mark(holder: str) -> str:
+    """The parenthesis naming a fact's holder other than the user.
+
+    >>> holder_mark("assistant"), holder_mark("document"), holder_mark("Anna")
+    ('said by the assistant', 'from a document', 'about Anna')
+    """
+    return _REPORTED.get(holder, f"about {holder}")
+
+
 def fact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = True) -> str:
     f, s = item.fact, item.state
     when = (f.observed_at or f.valid_from or f.recorded_at)
     head = f"[{item.alias}]" + (f" ({when.date().isoformat()})" if when else "") + f" {f.statement}"
     if f.holder and f.holder != "user" and not f.statement.startswith(f"{f.holder}:"):
-        head += f" (about {f.holder})"  # unless the statement already opens with the speaker's name
+        head += f" ({holder_mark(f.holder)})"  # unless the statement already opens with the speaker's name
     if not with_state:
         return head
     parts: list[str] = [s.validity]

@@ -94,14 +94,15 @@ def descriptive_role(item: EvidenceItem) -> str:
     so that would be a decision in disguise).
 
     superseded/expired/retracted or a past experience -> historical; a constraint -> constraint;
-    an event, a circumstance or someone else's statement -> evidence; the user's own preference,
-    belief or plan -> current-preference.
+    an event, a circumstance, a belief (a claim about the world, the user's or anyone's: the rule
+    baseline weighs it as evidence too) or someone else's statement -> evidence; the user's own
+    preference or plan -> current-preference.
     """
     if item.state.validity in ("superseded", "expired", "retracted") or item.fact.kind == "experience":
         return "historical"
     if item.fact.kind == "constraint":
         return "constraint"
-    if item.fact.kind in ("event", "circumstance") or item.fact.holder != "user":
+    if item.fact.kind in ("event", "circumstance", "belief") or item.fact.holder != "user":
         return "evidence"
     return "current-preference"
 

@@ -16,16 +16,20 @@ def _line(statement: str, holder: str) -> str:
     return fact_line(item, {"u::f1": "F1"})
 
 
-@pytest.mark.parametrize("statement, holder, about", [
-    ("Caroline: went to a support group", "Caroline", False),       # the name already opens the statement
-    ("The user's sister Anna loves sushi", "Anna", True),             # it does not: say whose fact it is
-    ("Anna likes sushi", "Anna", True),                               # a name without the speaker colon
-    ("I love hiking", "user", False),                                 # the user's own facts need no label
+@pytest.mark.parametrize("statement, holder, mark", [
+    ("Caroline: went to a support group", "Caroline", None),        # the name already opens the statement
+    ("The user's sister Anna loves sushi", "Anna", "(about Anna)"),   # it does not: say whose fact it is
+    ("Anna likes sushi", "Anna", "(about Anna)"),                     # a name without the speaker colon
+    ("I love hiking", "user", None),                                  # the user's own facts need no label
+    ("Astronauts report it is not visible", "assistant", "(said by the assistant)"),  # outside evidence
+    ("A study states that it is not", "document", "(from a document)"),
 ])
-def test_holder_is_named_exactly_once(statement: str, holder: str, about: bool) -> None:
+def test_holder_is_named_exactly_once(statement: str, holder: str, mark: str | None) -> None:
     line = _line(statement, holder)
     assert line.startswith(f"[F1] {statement}")
-    assert (f"(about {holder})" in line) is about
+    assert line.count("(") == (mark is not None)
+    if mark:
+        assert f"{statement} {mark} —" in line
     assert line.endswith("— current; kind: experience")
 
 
