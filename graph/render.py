@@ -59,7 +59,16 @@ def holder_mark(holder: str) -> str:
     return _REPORTED.get(holder, f"about {holder}")
 
 
-def fact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = True) -> str:
+def _partner(fact_id: str, own_holder: str, holder_of: dict[str, str]) -> str:
+    other = holder_of.get(fact_id, "user")
+    return f" ({holder_mark(other)})" if other not in ("user", own_holder) else ""
+
+
+def fact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = True,
+              holder_of: dict[str, str] | None = None) -> str:
+    """``[F1] (date) statement (holder) — validity; relations; scope; kind``. ``holder_of`` (fact id ->
+    holder) marks a conflict partner held by someone other than the user, so a user's belief reads
+    "conflicts with F2 (said by the assistant)" in its own line and the evidence side does not."""
     f, s = item.fact, item.state
     when = (f.observed_at or f.valid_from or f.recorded_at)
     head = f"[{item.alias}]" + (f" ({when.date().isoformat()})" if when else "") + f" {f.statement}"
@@ -75,7 +84,8 @@ def fact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = T
     if s.superseded_by:
         parts.append("replaced by " + ", ".join(alias_of.get(i, i) for i in s.superseded_by))
     if s.conflicts_with:
-        parts.append("conflicts with " + ", ".join(alias_of.get(i, i) for i in s.conflicts_with))
+        parts.append("conflicts with " + ", ".join(alias_of.get(i, i) + _partner(i, f.holder, holder_of or {})
+                                                   for i in s.conflicts_with))
     if s.scope:
         parts.append(f"scope: {s.scope}")
     parts.append(f"kind: {f.kind}")

@@ -125,10 +125,12 @@ class WarmupSettings(BaseModel):
     target_margin: float = Field(
         default=0.0, ge=0, description="targets=answer-key: a correction replaces the rule baseline's state only "
         "when it earns more than this above it (policy/targets.py target_state); 0 = any gain.")
-    sampling: Literal["replacement", "epochs"] = Field(
+    sampling: Literal["replacement", "epochs", "balanced"] = Field(
         default="replacement", description="Which prompt each warm-up example comes from: replacement = uniform "
         "draws (the original behaviour); epochs = every prompt once per pass, reshuffled each pass — with a few "
-        "hundred instances no instance is skipped and none repeated within a pass.")
+        "hundred instances no instance is skipped and none repeated within a pass; balanced (per-fact prompts "
+        "with answer-key targets) = a state signature (validity, relation sides, holder class) drawn with "
+        "probability proportional to the square root of its count, then its examples once per pass.")
     shuffle_copies: int = Field(
         default=0, ge=0, le=8, description="targets=answer-key: add this many copies of each training instance with "
         "its facts in a random order (relation groups kept together) and aliases renumbered, the target remapped "

@@ -38,8 +38,11 @@ def fact_messages(request: str, bundle: EvidenceBundle, alias: str, choices: Seq
     alias_of = bundle.alias_of()
     item = next(it for it in bundle.items if it.alias == alias)
     linked = {*item.state.supersedes, *item.state.superseded_by, *item.state.conflicts_with}
-    related = [fact_line(it, alias_of) for it in bundle.items if it.fact.fact_id in linked][:MAX_RELATED]
-    user = t.user.format(request=request, options=options_block(choices), fact=fact_line(item, alias_of),
+    holder_of = {it.fact.fact_id: it.fact.holder for it in bundle.items}
+    related = [fact_line(it, alias_of, holder_of=holder_of) for it in bundle.items
+               if it.fact.fact_id in linked][:MAX_RELATED]
+    user = t.user.format(request=request, options=options_block(choices),
+                         fact=fact_line(item, alias_of, holder_of=holder_of),
                          related=("Related:\n" + "\n".join(related)) if related else "")
     return [ChatMessage(role="system", content=t.system), ChatMessage(role="user", content=user.rstrip())]
 

@@ -375,6 +375,7 @@ def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[Tra
 
     model = get_peft_model(model, cfg.lora.peft_config(getattr(model.config, "num_hidden_layers", None)))
     target_fn = None
+    groups: list[str] = []  # per-fact examples' state signatures, for sampling: balanced
     if cfg.warmup.targets == "answer-key":
         answer, judge = build_answer_model(cfg)
         cache = BaselineCache()
@@ -396,13 +397,16 @@ def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[Tra
             targets = [*targets, *extra_targets]
         if is_per_fact(cfg.data.prompt):  # one example per fact: its line of the chosen state, without the handle
             from policy.perfact import fact_targets
+            from policy.warmup import state_signature
 
             per_data, per_targets = [], []
             for (inst, _), (text, r) in zip(data, targets):
                 lines = fact_targets(text, inst.aliases)
+                items = {it.alias: it for it in inst.evidence}
                 for alias, msgs in policy_calls(inst, cfg) or []:
                     per_data.append((inst, msgs))
                     per_targets.append((lines[alias or ""], r))
+                    groups.append(state_signature(items[alias or ""]))
             data, targets = per_data, per_targets
         target_fn = lambda k, rng: targets[k][0]  # noqa: E731 - the index is the prompt's
         if log:
@@ -413,7 +417,7 @@ def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[Tra
                            targets="all" if cfg.warmup.targets == "answer-key" else cfg.warmup.targets,
                            subset_max=cfg.warmup.subset_max, decisions=cfg.warmup.decisions,
                            lr=cfg.warmup.learning_rate, batch_size=cfg.warmup.batch_size, seed=cfg.seed,
-                           log_every=1, target_fn=target_fn, sampling=cfg.warmup.sampling)
+                           log_every=1, target_fn=target_fn, sampling=cfg.warmup.sampling, groups=groups or None)
     if log:
         for row in losses:
             log.write({"phase": "warmup", **row})

@@ -123,20 +123,57 @@ def warmup_target(aliases: Sequence[str], rng: random.Random, targets: str,
     return random_state(aliases, rng, roles, decisions)
 
 
+def state_signature(item: EvidenceItem) -> str:
+    """The kind of memory line a per-fact example reads: validity, relation sides, holder class.
+
+    >>> from graph.models import Fact, RelationalState
+    >>> f = Fact(fact_id="u::a", user_id="u", statement="Is sure of it", holder="assistant")
+    >>> state_signature(EvidenceItem(alias="F1", fact=f, seed=True, group=0, state=RelationalState(
+    ...     fact_id="u::a", validity="disputed", conflicts_with=("u::b",))))
+    'disputed/conflict/outside'
+    """
+    s, h = item.state, item.fact.holder
+    who = "user" if h == "user" else "outside" if h in ("assistant", "document") else "other"
+    rel = "+".join(k for k, v in (("replaces", s.supersedes), ("replaced", s.superseded_by),
+                                  ("conflict", s.conflicts_with)) if v)
+    return f"{s.validity}/{rel or '-'}/{who}"
+
+
 class PromptSampler:
     """Which prompt the next warm-up example comes from: ``replacement`` (uniform draws, the original
-    behaviour, same rng calls as before) or ``epochs`` (each prompt once per pass, reshuffled per pass).
+    behaviour, same rng calls as before), ``epochs`` (each prompt once per pass, reshuffled per pass) or
+    ``balanced`` (a group drawn with probability proportional to the square root of its size, then its
+    prompts once per pass): the few lines that decide a conflict or an update — an outside report
+    against a belief, the new side of an update — are otherwise a few percent of the draws.
 
     >>> s = PromptSampler(3, random.Random(0), "epochs")
     >>> sorted(s.draw() for _ in range(3)), sorted(s.draw() for _ in range(3))
     ([0, 1, 2], [0, 1, 2])
+    >>> b = PromptSampler(101, random.Random(0), "balanced", groups=["big"] * 100 + ["rare"])
+    >>> sum(b.draw() == 100 for _ in range(1100)) > 50   # uniform draws would give it about 11
+    True
     """
 
-    def __init__(self, n: int, rng: random.Random, sampling: str = "replacement"):
+    def __init__(self, n: int, rng: random.Random, sampling: str = "replacement",
+                 groups: Sequence[str] | None = None):
         self.n, self.rng, self.sampling = n, rng, sampling
         self.order: list[int] = []
+        self.members: dict[str, list[int]] = {}
+        if sampling == "balanced":
+            if groups is None or len(groups) != n:
+                raise ValueError("balanced warm-up sampling needs one group per prompt (a per-fact prompt)")
+            for k, g in enumerate(groups):
+                self.members.setdefault(g, []).append(k)
+            self.keys = sorted(self.members)
+            self.weights = [len(self.members[g]) ** 0.5 for g in self.keys]
+            self.orders: dict[str, list[int]] = {g: [] for g in self.keys}
 
     def draw(self) -> int:
+        if self.sampling == "balanced":
+            g = self.rng.choices(self.keys, self.weights)[0]
+            if not self.orders[g]:
+                self.orders[g] = self.rng.sample(self.members[g], len(self.members[g]))
+            return self.orders[g].pop()
         if self.sampling != "epochs":
             return self.rng.randrange(self.n)
         if not self.order:
@@ -149,13 +186,14 @@ def format_warmup(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str, s
                   roles: Sequence[Sequence[str]] | None = None, subset_max: int = 3, decisions: str = "random",
                   lr: float = 1e-3, batch_size: int = 8, seed: int = 0, log_every: int = 25,
                   target_fn: Callable[[int, random.Random], str] | None = None,
-                  sampling: str = "replacement") -> list[dict[str, float]]:
+                  sampling: str = "replacement", groups: Sequence[str] | None = None) -> list[dict[str, float]]:
     """Train ``model`` in place for ``steps`` batches; returns the loss log (step, loss).
 
     ``target_fn(prompt_index, rng)`` replaces the random targets — bench/policy_probe.py uses it to
     train on the answer key, asking whether the model can represent the skill GRPO has to find.
     ``sampling``: ``replacement`` draws prompts uniformly; ``epochs`` takes every prompt once per pass
-    (a fresh shuffle each pass), so a short warm-up over a few hundred instances covers all of them."""
+    (a fresh shuffle each pass), so a short warm-up over a few hundred instances covers all of them;
+    ``balanced`` draws by ``groups`` (one label per prompt, ``PromptSampler``)."""
     import torch
 
     rng = random.Random(f"warmup:{seed}")
@@ -165,7 +203,7 @@ def format_warmup(model: Any, tokenizer: Any, prompts: Sequence[list[dict[str, s
     model.train()
     log: list[dict[str, float]] = []
     eos = tokenizer.eos_token
-    sampler = PromptSampler(len(prompts), rng, sampling)
+    sampler = PromptSampler(len(prompts), rng, sampling, groups)
     from tqdm.auto import tqdm
 
     bar = tqdm(total=steps, desc="warm-up", unit="step", mininterval=10, leave=False)
