@@ -172,6 +172,29 @@ def test_epoch_sampling_covers_every_prompt_once_per_pass() -> None:
     assert [r.draw() for _ in range(5)] == [ref.randrange(7) for _ in range(5)]
 
 
+def test_balanced_sampling_draws_rare_signatures_and_needs_groups() -> None:
+    """Balanced warm-up draws: each group's share follows the square root of its size, every prompt of a
+    group comes once per pass of that group, and a sampler without groups is refused (whole-state
+    prompts have no per-fact signature)."""
+    import random
+    from collections import Counter
+
+    from policy.config import load_config
+    from policy.warmup import PromptSampler
+
+    groups = ["common"] * 90 + ["rare"] * 10
+    s = PromptSampler(100, random.Random(0), "balanced", groups=groups)
+    draws = [s.draw() for _ in range(4000)]
+    share = Counter(groups[d] for d in draws)["rare"] / len(draws)
+    assert abs(share - 10 ** 0.5 / (10 ** 0.5 + 90 ** 0.5)) < 0.03  # 0.25, against 0.10 for uniform draws
+    first_rare = [d for d in draws if d >= 90][:10]
+    assert sorted(first_rare) == list(range(90, 100))  # one pass over the rare group before any repeat
+    with pytest.raises(ValueError, match="one group per prompt"):
+        PromptSampler(3, random.Random(0), "balanced")
+    cfg = load_config("grpo-cpu-smollm2-fact-balanced")
+    assert cfg.warmup.sampling == "balanced" and cfg.data.prompt == "policy_fact_v1"
+
+
 def test_ship_config_loads() -> None:
     from policy.config import load_config
 
