@@ -225,6 +225,10 @@ class TrainConfig(BaseModel):
         if is_per_fact(self.data.prompt) and (self.warmup.shuffle_copies or self.model.source == "tiny"):
             raise ValueError(f"data.prompt {self.data.prompt} asks one line per fact: positions do not exist there "
                              "(warmup.shuffle_copies must be 0), and it needs a pretrained base (not model.source=tiny)")
+        if self.warmup.sampling == "balanced" and not (is_per_fact(self.data.prompt)
+                                                       and self.warmup.targets == "answer-key"):
+            raise ValueError("warmup.sampling=balanced draws per-fact examples by state signature: it needs a "
+                             "per-fact data.prompt (policy_fact_v1) and warmup.targets=answer-key")
         if self.model.source == "tiny" and self.warmup.steps == 0 and self.max_steps > 10:
             raise ValueError("a from-scratch tiny model needs warmup.steps > 0 to learn the format before GRPO")
         return self

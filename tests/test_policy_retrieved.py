@@ -193,6 +193,8 @@ def test_balanced_sampling_draws_rare_signatures_and_needs_groups() -> None:
         PromptSampler(3, random.Random(0), "balanced")
     cfg = load_config("grpo-cpu-smollm2-fact-balanced")
     assert cfg.warmup.sampling == "balanced" and cfg.data.prompt == "policy_fact_v1"
+    with pytest.raises(ValueError, match="needs a per-fact data.prompt"):  # refused at load, not after the targets
+        load_config("grpo-cpu-smollm2-fact-balanced", ["warmup.targets=all"])
 
 
 def test_ship_config_loads() -> None:
