@@ -27,6 +27,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from graph.retrieval import EvidenceItem
+from graph.rules import EVIDENCE_HOLDERS
 from policy.state import PRIORITIES, ROLES
 from training_data.base import TrainingInstance
 
@@ -133,7 +134,7 @@ def state_signature(item: EvidenceItem) -> str:
     'disputed/conflict/outside'
     """
     s, h = item.state, item.fact.holder
-    who = "user" if h == "user" else "outside" if h in ("assistant", "document") else "other"
+    who = "user" if h == "user" else "outside" if h in EVIDENCE_HOLDERS else "other"
     rel = "+".join(k for k, v in (("replaces", s.supersedes), ("replaced", s.superseded_by),
                                   ("conflict", s.conflicts_with)) if v)
     return f"{s.validity}/{rel or '-'}/{who}"

@@ -23,11 +23,10 @@ from typing import get_args
 import numpy as np
 
 from graph.models import FactKind
-from graph.rules import holds_state
+from graph.rules import EVIDENCE_HOLDERS, holds_state
 from induction.evidence import EVIDENCE_CUE
 
 KINDS: tuple[str, ...] = get_args(FactKind)
-EVIDENCE_HOLDERS = frozenset({"assistant", "document"})
 LABELS: tuple[str, ...] = ("unrelated", "supersedes", "conflicts_with", "duplicate")
 
 _WORD = re.compile(r"[a-z][a-z'\-]+")
