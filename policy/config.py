@@ -125,6 +125,10 @@ class WarmupSettings(BaseModel):
     target_margin: float = Field(
         default=0.0, ge=0, description="targets=answer-key: a correction replaces the rule baseline's state only "
         "when it earns more than this above it (policy/targets.py target_state); 0 = any gain.")
+    target_evidence_first: bool = Field(
+        default=False, description="targets=answer-key: never pick a correction that sets aside disputed outside "
+        "evidence (a fact held by the assistant or a document) — the side graph/rules.py ranks above the user's "
+        "belief. Off = the original choice, where a tie with the user's side went to the earlier alias.")
     sampling: Literal["replacement", "epochs", "balanced"] = Field(
         default="replacement", description="Which prompt each warm-up example comes from: replacement = uniform "
         "draws (the original behaviour); epochs = every prompt once per pass, reshuffled each pass — with a few "

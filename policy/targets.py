@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from typing import Literal
 
 from graph.retrieval import components
+from graph.rules import EVIDENCE_HOLDERS
 from policy.rewards import AnswerModel, BaselineCache, RewardConfig, state_reward
 from policy.rule import RulePolicy
 from policy.state import FactUse, ReasoningState, parse_state
@@ -83,18 +84,36 @@ def relation_groups(inst: TrainingInstance) -> dict[str, str]:
     return {alias[f]: str(comp[f]) for f in alias}
 
 
+def sets_aside_evidence(text: str, inst: TrainingInstance) -> bool:
+    """True when ``text`` ignores a disputed fact held by outside evidence (the assistant, a document): the
+    side of an evidence-vs-belief conflict that the graph's precedence (graph/rules.py) says outranks the
+    user's belief (tests/test_state_cases.py has the table)."""
+    outside = {it.alias for it in inst.evidence if it.fact.holder in EVIDENCE_HOLDERS and it.state.validity == "disputed"}
+    decided = fact_decisions(parse_state(text, inst.aliases))
+    return any(decided.get(a) == "ignore" for a in outside)
+
+
 def target_state(inst: TrainingInstance, model: AnswerModel, baseline: BaselineCache,
-                 cfg: RewardConfig | None = None, style: TargetStyle = "full", margin: float = 0.0) -> tuple[str, float]:
+                 cfg: RewardConfig | None = None, style: TargetStyle = "full", margin: float = 0.0,
+                 evidence_first: bool = False) -> tuple[str, float]:
     """(best candidate, its reward) — the first candidate among those with the highest reward.
 
     ``margin`` > 0: a later candidate replaces the one kept so far only when it earns more than
     ``margin`` above it. On open rows (token F1) the corrections win by a few hundredths, by picking the
     fact whose words happen to overlap the hidden reference — a choice the prompt gives no handle on;
     with a margin those rows keep the rule baseline's state and the warm-up spends itself on the
-    decisions that change the answer (two-option rows win by 1.0)."""
+    decisions that change the answer (two-option rows win by 1.0).
+
+    ``evidence_first``: a correction that sets aside disputed outside evidence (``sets_aside_evidence``) is
+    never chosen. On MemSyco conflict rows the reader often scores "take the user's side of the group" as
+    high as "take the document's side" (neither option's words are in the task line it keeps), and the
+    earlier alias won the tie: 19 of 43 targets ignored the document, against 57 reports taught ``use |
+    high`` elsewhere, so the policy learned no stable decision for an outside report."""
     cfg = cfg or RewardConfig(max_state_tokens=10**6)
     best, best_r = "", float("-inf")
-    for text in candidate_states(inst, style=style):
+    for k, text in enumerate(candidate_states(inst, style=style)):
+        if evidence_first and k and sets_aside_evidence(text, inst):
+            continue
         r = state_reward(text, inst, model, baseline, cfg).reward
         if r is not None and r > best_r + (margin if best else 0.0):
             best, best_r = text, r
@@ -111,8 +130,9 @@ def described(text: str, inst: TrainingInstance) -> str:
 
 
 def target_states(instances: Sequence[TrainingInstance], model: AnswerModel, baseline: BaselineCache,
-                  cfg: RewardConfig | None = None, style: TargetStyle = "full", margin: float = 0.0) -> list[str]:
-    return [target_state(i, model, baseline, cfg, style, margin)[0] for i in instances]
+                  cfg: RewardConfig | None = None, style: TargetStyle = "full", margin: float = 0.0,
+                  evidence_first: bool = False) -> list[str]:
+    return [target_state(i, model, baseline, cfg, style, margin, evidence_first)[0] for i in instances]
 
 
 # --- does a policy name the deciding facts? ------------------------------------------------------------

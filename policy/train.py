@@ -379,8 +379,8 @@ def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[Tra
     if cfg.warmup.targets == "answer-key":
         answer, judge = build_answer_model(cfg)
         cache = BaselineCache()
-        targets = [target_state(i, answer, cache, style=cfg.warmup.target_style, margin=cfg.warmup.target_margin)
-                   for i, _ in data]
+        targets = [target_state(i, answer, cache, style=cfg.warmup.target_style, margin=cfg.warmup.target_margin,
+                                evidence_first=cfg.warmup.target_evidence_first) for i, _ in data]
         if cfg.warmup.shuffle_copies:  # same decisions, facts elsewhere: position stops carrying the answer
             from policy.warmup import remap_state, shuffled_instance
 

@@ -103,3 +103,36 @@ def test_target_takes_one_side_of_a_conflict_group_whole() -> None:
 def test_fact_spec_validity_window_and_retraction(spec: FactSpec, validity: str) -> None:
     items, _, _ = assemble("t", "u", [spec], [], random.Random(0), now=EPOCH)
     assert items[0].state.validity == validity
+
+
+class _AnySetAside:
+    """A fake answer model for the tie logic only: right whenever the state sets any fact aside, so every
+    one-side-of-the-group correction ties and only the order of the candidates decides."""
+
+    name = "fake-any-set-aside"
+
+    def answer(self, instance: TrainingInstance, state: object) -> str | None:
+        from policy.state import ReasoningState
+
+        if isinstance(state, ReasoningState) and any(not f.use for f in state.facts):
+            return instance.reference_answer
+        return instance.choices[0]
+
+
+@pytest.mark.parametrize("evidence_first, kept", [(False, "task"), (True, "doc")])
+def test_evidence_first_never_picks_a_target_that_sets_the_outside_report_aside(evidence_first: bool, kept: str) -> None:
+    from policy.targets import sets_aside_evidence, target_state
+
+    specs = [FactSpec(key="task", statement="Is choosing a cloud backup service for a photo archive", kind="circumstance", days=10),
+             FactSpec(key="doc", statement="RelaySafe restored previews more reliably than Northstar in two trials",
+                      kind="belief", holder="document", days=9),
+             FactSpec(key="soft", statement="Keeps coming back to Northstar Backup", kind="belief", days=8)]
+    items, _, a = assemble("t", "u", specs, [("CONFLICTS_WITH", "doc", "task"), ("CONFLICTS_WITH", "soft", "doc")],
+                           random.Random(0))
+    inst = TrainingInstance(instance_id="t:e", source="test", category="belief-vs-evidence", user_id="u",
+                            request="Which backup service should I adopt?", evidence=items, reference_answer="RelaySafe",
+                            choices=("Northstar Backup", "RelaySafe"), scorer="choice")
+    text, r = target_state(inst, _AnySetAside(), BaselineCache(), style="described", evidence_first=evidence_first)
+    used = {f.alias for f in parse_state(text, inst.aliases).facts if f.use}
+    assert r == 1.0 and used == {a[kept]}  # the earlier alias (the user's task line) wins the tie unless flagged
+    assert sets_aside_evidence(text, inst) is not evidence_first
