@@ -245,3 +245,12 @@ def test_reads_summary_tells_a_reader_from_a_positional_copier() -> None:
     assert copier["learned"]["all"] == 0.5 == copier["positional_template"]["all"]
     unparsed = reads_summary(insts, fams, ["junk", "junk"], [False, False], [rule, rule], keys)
     assert unparsed["learned"]["all"] == 0.0  # a fallback names nothing
+
+
+def test_evidence_preset_differs_from_balanced_only_in_evidence_first() -> None:
+    from policy.config import load_config
+
+    bal, ev = load_config("grpo-cpu-smollm2-fact-balanced"), load_config("grpo-cpu-smollm2-fact-evidence")
+    assert ev.warmup.target_evidence_first and not bal.warmup.target_evidence_first
+    assert ev.warmup.model_copy(update={"target_evidence_first": False}) == bal.warmup
+    assert ev.model_copy(update={"warmup": bal.warmup, "name": bal.name, "output_dir": bal.output_dir}) == bal
