@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
     from policy.models import load_model, load_tokenizer
     from policy.rewards import BaselineCache
     from policy.rule import RulePolicy
-    from policy.targets import target_state
+    from policy.targets import warmup_targets
     from policy.train import build_answer_model, prompt_messages, read_instances
 
     cfg = load_config(ns.config, ns.overrides)
@@ -65,7 +65,7 @@ def main(argv: list[str] | None = None) -> int:
     p_len = [n_tok(p) for p in prompts]
     answer, _ = build_answer_model(cfg)
     cache = BaselineCache()
-    targets = [target_state(i, answer, cache, style=cfg.warmup.target_style, margin=cfg.warmup.target_margin)[0] for i in train]
+    targets = [t for t, _ in warmup_targets(train, answer, cache, cfg.warmup)]
     t_len = [n_tok(t) for t in targets]
     rule = RulePolicy()
     r_len = [n_tok(rule.state_text(i.request, i.bundle())) for i in held]

@@ -33,7 +33,7 @@ copied; with ``facts`` targets SmolLM2 learned request-type layouts ("F1: ignore
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from graph.retrieval import components
 from graph.rules import EVIDENCE_HOLDERS
@@ -42,6 +42,9 @@ from policy.rule import RulePolicy
 from policy.state import FactUse, ReasoningState, parse_state
 from policy.warmup import descriptive_role
 from training_data.base import TrainingInstance
+
+if TYPE_CHECKING:
+    from policy.config import WarmupSettings
 
 
 TargetStyle = Literal["full", "facts", "described"]
@@ -107,12 +110,12 @@ def target_state(inst: TrainingInstance, model: AnswerModel, baseline: BaselineC
     ``evidence_first``: a correction that sets aside disputed outside evidence (``sets_aside_evidence``) is
     never chosen. On MemSyco conflict rows the reader often scores "take the user's side of the group" as
     high as "take the document's side" (neither option's words are in the task line it keeps), and the
-    earlier alias won the tie: 19 of 43 targets ignored the document, against 57 reports taught ``use |
-    high`` elsewhere, so the policy learned no stable decision for an outside report."""
+    earlier alias won the tie: 19 of the 76 disputed outside reports in one build's targets were taught
+    ``ignore``, the other 57 ``use | high``, so the policy learned no stable decision for such a report."""
     cfg = cfg or RewardConfig(max_state_tokens=10**6)
     best, best_r = "", float("-inf")
     for k, text in enumerate(candidate_states(inst, style=style)):
-        if evidence_first and k and sets_aside_evidence(text, inst):
+        if evidence_first and k and sets_aside_evidence(text, inst):  # k=0, the rule state, is always a candidate
             continue
         r = state_reward(text, inst, model, baseline, cfg).reward
         if r is not None and r > best_r + (margin if best else 0.0):
@@ -129,10 +132,12 @@ def described(text: str, inst: TrainingInstance) -> str:
                 priority=f.priority) for f in state.facts)).render(role_first=True)
 
 
-def target_states(instances: Sequence[TrainingInstance], model: AnswerModel, baseline: BaselineCache,
-                  cfg: RewardConfig | None = None, style: TargetStyle = "full", margin: float = 0.0,
-                  evidence_first: bool = False) -> list[str]:
-    return [target_state(i, model, baseline, cfg, style, margin, evidence_first)[0] for i in instances]
+def warmup_targets(instances: Sequence[TrainingInstance], model: AnswerModel, baseline: BaselineCache,
+                   warmup: WarmupSettings) -> list[tuple[str, float]]:
+    """(target, reward) per instance as ``warmup`` (targets=answer-key) asks: the one place training and
+    bench/policy_cost.py build the warm-up targets, so a new target option reaches both."""
+    return [target_state(i, model, baseline, style=warmup.target_style, margin=warmup.target_margin,
+                         evidence_first=warmup.target_evidence_first) for i in instances]
 
 
 # --- does a policy name the deciding facts? ------------------------------------------------------------

@@ -370,7 +370,7 @@ def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[Tra
     """Wrap ``model`` in a fresh LoRA adapter and train it on the warm-up targets; returns the PeftModel."""
     from peft import get_peft_model
 
-    from policy.targets import target_state
+    from policy.targets import warmup_targets
     from policy.warmup import format_warmup
 
     model = get_peft_model(model, cfg.lora.peft_config(getattr(model.config, "num_hidden_layers", None)))
@@ -379,8 +379,7 @@ def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[Tra
     if cfg.warmup.targets == "answer-key":
         answer, judge = build_answer_model(cfg)
         cache = BaselineCache()
-        targets = [target_state(i, answer, cache, style=cfg.warmup.target_style, margin=cfg.warmup.target_margin,
-                                evidence_first=cfg.warmup.target_evidence_first) for i, _ in data]
+        targets = warmup_targets([i for i, _ in data], answer, cache, cfg.warmup)
         if cfg.warmup.shuffle_copies:  # same decisions, facts elsewhere: position stops carrying the answer
             from policy.warmup import remap_state, shuffled_instance
 
