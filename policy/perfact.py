@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from graph.render import fact_line
+from graph.render import fact_line, holder_mark
 from graph.retrieval import EvidenceBundle
 from llmclients.chat import ChatMessage
 from policy.answer_prompts import options_block
@@ -30,18 +30,34 @@ def is_per_fact(prompt: str) -> bool:
     return (load_prompt(prompt).model_extra or {}).get("unit") == "fact"
 
 
+def holder_heading(holder: str) -> str:
+    """Whose memory a fact is, as a per-fact prompt's heading says it (prompts with ``holder_heading``):
+    outside evidence is named as such before the statement, so a report and the belief it contradicts
+    differ in their first words.
+
+    >>> holder_heading("user"), holder_heading("assistant"), holder_heading("document"), holder_heading("Anna")
+    ("the user's own", 'outside evidence, said by the assistant', 'outside evidence, from a document', 'about Anna')
+    """
+    if holder in ("", "user"):
+        return "the user's own"
+    mark = holder_mark(holder)
+    return mark if mark.startswith("about ") else f"outside evidence, {mark}"
+
+
 def fact_messages(request: str, bundle: EvidenceBundle, alias: str, choices: Sequence[str] | None = None, *,
                   prompt: str = "policy_fact_v1") -> list[ChatMessage]:
     """System + user messages about the fact ``alias`` of ``bundle``: its line, then the lines of the facts it
     replaces, is replaced by or conflicts with (at most ``MAX_RELATED``)."""
     t = load_prompt(prompt)
+    extra = t.model_extra or {}
     alias_of = bundle.alias_of()
     item = next(it for it in bundle.items if it.alias == alias)
     linked = {*item.state.supersedes, *item.state.superseded_by, *item.state.conflicts_with}
-    holder_of = {it.fact.fact_id: it.fact.holder for it in bundle.items}
+    holder_of = ({it.fact.fact_id: it.fact.holder for it in bundle.items}
+                 if extra.get("partner_marks", True) else None)
     related = [fact_line(it, alias_of, holder_of=holder_of) for it in bundle.items
                if it.fact.fact_id in linked][:MAX_RELATED]
-    user = t.user.format(request=request, options=options_block(choices),
+    user = t.user.format(request=request, options=options_block(choices), whose=holder_heading(item.fact.holder),
                          fact=fact_line(item, alias_of, holder_of=holder_of),
                          related=("Related:\n" + "\n".join(related)) if related else "")
     return [ChatMessage(role="system", content=t.system), ChatMessage(role="user", content=user.rstrip())]

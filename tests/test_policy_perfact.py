@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -21,18 +22,19 @@ def _instances(n: int = 12, seed: int = 0) -> list:
 
 
 def test_only_the_fact_prompt_is_per_fact() -> None:
-    assert is_per_fact("policy_fact_v1")
+    assert is_per_fact("policy_fact_v1") and is_per_fact("policy_fact_v2")
     assert not is_per_fact("policy_described_v1") and not is_per_fact("policy_short_v1")
 
 
-def test_a_fact_prompt_shows_that_fact_and_only_its_linked_partners() -> None:
+@pytest.mark.parametrize("prompt", ["policy_fact_v1", "policy_fact_v2"])
+def test_a_fact_prompt_shows_that_fact_and_only_its_linked_partners(prompt: str) -> None:
     checked = 0
     for inst in _instances():
         bundle = inst.bundle()
         ids = {it.fact.fact_id: it.alias for it in bundle.items}
         for it in bundle.items:
-            user = fact_messages(inst.request, bundle, it.alias, inst.choices)[1].content
-            memory = user.split("Memory: ", 1)[1]
+            user = fact_messages(inst.request, bundle, it.alias, inst.choices, prompt=prompt)[1].content
+            memory = re.split(r"Memory(?: \([^)]*\))?: ", user, maxsplit=1)[1]
             assert memory.startswith(f"[{it.alias}]") and inst.request in user
             linked = {ids[f] for f in (*it.state.supersedes, *it.state.superseded_by, *it.state.conflicts_with)
                       if f in ids}
@@ -40,6 +42,30 @@ def test_a_fact_prompt_shows_that_fact_and_only_its_linked_partners() -> None:
             assert shown == linked
             checked += bool(linked)
     assert checked  # the synthetic dialogues do contain updates and conflicts
+
+
+def test_v2_names_whose_memory_before_the_statement_and_drops_partner_marks() -> None:
+    """The astronauts' report and the user's belief it contradicts: in v1 their prompts differ only in where
+    "(said by the assistant)" sits; in v2 the heading differs before either statement."""
+    from graph.evidence import EvidenceBundle, EvidenceItem, Explain
+    from graph.models import Fact, RelationalState
+
+    belief = Fact(fact_id="b", user_id="u", statement="Believes the Great Wall is visible from space",
+                  kind="belief", holder="user")
+    report = Fact(fact_id="r", user_id="u", statement="Astronauts report it is not visible",
+                  kind="belief", holder="assistant")
+    item = lambda a, f, other: EvidenceItem(alias=a, fact=f, seed=True, group=0,  # noqa: E731
+                                            state=RelationalState(fact_id=f.fact_id, validity="disputed",
+                                                                  conflicts_with=(other,)))
+    bundle = EvidenceBundle(user_id="u", query="q", items=[item("F1", belief, "r"), item("F2", report, "b")],
+                            explain=Explain(query="q", k=2, seeds=[], added_by_traversal=[]))
+    req = "Is the Great Wall visible from space?"
+    v1 = [fact_messages(req, bundle, a)[1].content for a in ("F1", "F2")]
+    v2 = [fact_messages(req, bundle, a, prompt="policy_fact_v2")[1].content for a in ("F1", "F2")]
+    assert "conflicts with F2 (said by the assistant)" in v1[0]
+    assert "Memory (the user's own): [F1]" in v2[0] and "(said by the assistant);" not in v2[0]
+    assert "Memory (outside evidence, said by the assistant): [F2]" in v2[1]
+    assert "conflicts with F2;" in v2[0] and "conflicts with F1;" in v2[1]
 
 
 @pytest.mark.parametrize("out, line", [

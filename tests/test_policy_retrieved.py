@@ -254,3 +254,13 @@ def test_evidence_preset_differs_from_balanced_only_in_evidence_first() -> None:
     assert ev.warmup.target_evidence_first and not bal.warmup.target_evidence_first
     assert ev.warmup.model_copy(update={"target_evidence_first": False}) == bal.warmup
     assert ev.model_copy(update={"warmup": bal.warmup, "name": bal.name, "output_dir": bal.output_dir}) == bal
+
+
+def test_holder_preset_differs_from_evidence_only_in_its_prompt() -> None:
+    from policy.config import load_config
+
+    ev, ho = load_config("grpo-cpu-smollm2-fact-evidence"), load_config("grpo-cpu-smollm2-fact-holder")
+    assert (ev.data.prompt, ho.data.prompt) == ("policy_fact_v1", "policy_fact_v2")
+    same = ho.model_copy(update={"data": ho.data.model_copy(update={"prompt": ev.data.prompt}),
+                                 "name": ev.name, "output_dir": ev.output_dir})
+    assert same == ev
