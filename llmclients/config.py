@@ -86,10 +86,11 @@ class ModelsConfig(BaseModel):
     extractor or adjudicator)."""
 
     model_config = ConfigDict(extra="forbid")
-    policy: ModelEndpointConfig = Field(default_factory=lambda: ModelEndpointConfig(kind="rule"),
-                                        description="Writes the Reasoning State (default: the rule baseline; shipped: "
-                                        "the learned policy in the package, once one has passed `evomem ship-policy`; "
-                                        "or a trained policy elsewhere).")
+    policy: ModelEndpointConfig = Field(default_factory=lambda: ModelEndpointConfig(kind="shipped"),
+                                        description="Writes the Reasoning State (default shipped: the learned SmolLM2 "
+                                        "adapter in the package, which passed `evomem ship-policy`, with the rule "
+                                        "baseline standing in per request when its state does not parse; rule: the "
+                                        "rule baseline; or a trained policy elsewhere).")
     answer: ModelEndpointConfig = Field(default_factory=ModelEndpointConfig,
                                         description="The frozen answer model (default: SmolLM2 in-process on CPU).")
     extraction: ModelEndpointConfig = Field(default_factory=ModelEndpointConfig,
@@ -109,7 +110,7 @@ class ModelsConfig(BaseModel):
         """EVOMEM_{ANSWER,POLICY,EXTRACTION}_{KIND,URL,MODEL,API_KEY,PATH,CHAT_TEMPLATE_KWARGS}, EVOMEM_MODEL_CACHE;
         explicit overrides (non-None) win."""
         out: dict[str, Any] = {}
-        for name, prefix, default in (("policy", "POLICY", "rule"), ("answer", "ANSWER", "local"),
+        for name, prefix, default in (("policy", "POLICY", "shipped"), ("answer", "ANSWER", "local"),
                                       ("extraction", "EXTRACTION", "local")):
             d: dict[str, Any] = {"kind": env.get(f"EVOMEM_{prefix}_KIND"), "base_url": env.get(f"EVOMEM_{prefix}_URL"),
                                  "model": env.get(f"EVOMEM_{prefix}_MODEL"), "api_key": env.get(f"EVOMEM_{prefix}_API_KEY"),

@@ -86,6 +86,10 @@ def _env(extra: dict[str, str] | None = None) -> dict[str, str]:
     env = dict(os.environ)
     env.update({"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
                 "TOKENIZERS_PARALLELISM": "false", "PYTHONUNBUFFERED": "1"})
+    # Servers under test answer with the rule baseline unless a test asks otherwise: the default, shipped
+    # learned policy loads SmolLM2 into every server process and costs seconds per request on 2 cores
+    # (the main job's test and the CLI's answer test run the default).
+    env.setdefault("EVOMEM_POLICY_KIND", "rule")
     for k in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "ALL_PROXY", "all_proxy"):
         env.pop(k, None)
     env.update(extra or {})

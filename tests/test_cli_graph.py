@@ -68,7 +68,9 @@ def test_console_script_demo_with_minilm(tmp_path: Path) -> None:
     assert "[maya] Suggest a vacation for me" in res.stdout
     assert "superseded" in res.stdout and "traversal added" in res.stdout
     assert res.stdout.count("reasoning state") == 5  # one answered request per example request
-    # the default (rule) policy's states use what each request turns on (history.json "needs", policy/needs.py)
+    # the default policy is the shipped learned one, and its states use what each request turns on
+    # (history.json "needs", policy/needs.py): the issue-15 gate, on the main job itself
+    assert res.stdout.count("reasoning state (learned:smollm2-read-v1)") == 5, res.stdout
     assert res.stdout.count("state check: names the facts this request turns on") == 5
 
 

@@ -231,7 +231,8 @@ def test_endpoint_config_validation_and_env() -> None:
     m = ModelsConfig.from_env({"EVOMEM_ANSWER_URL": "http://127.0.0.1:8000/v1", "EVOMEM_ANSWER_MODEL": "qwen3-8b",
                                "EVOMEM_ANSWER_CHAT_TEMPLATE_KWARGS": json.dumps({"enable_thinking": False})})
     assert m.answer.kind == "openai" and m.answer.chat_template_kwargs == {"enable_thinking": False}
-    assert m.policy.kind == "rule"
+    assert m.policy.kind == "shipped" and ModelsConfig().policy.kind == "shipped"  # the learned policy by default
+    assert ModelsConfig.from_env({"EVOMEM_POLICY_KIND": "rule"}).policy.kind == "rule"
     local = ModelsConfig.from_env({}, answer={"model_path": "/x", "base_url": None})
     assert local.answer.kind == "local" and local.answer.model_path == "/x"
     # CLI options left unset arrive as None and must not wipe what the environment says

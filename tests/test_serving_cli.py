@@ -69,7 +69,8 @@ def test_answer_command_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
                    "--json", "Suggest a vacation for me"])
         assert rc == 0 and fs.hits == 1
     res = json.loads(capsys.readouterr().out)
-    assert res["answer"] == "Go for a gentle beach holiday." and res["policy"] == "rule-baseline"
+    # the default policy is the shipped learned adapter, loaded from the package (not the rule baseline's stand-in)
+    assert res["answer"] == "Go for a gentle beach holiday." and res["policy"] == "learned:smollm2-read-v1"
     assert "F" in res["reasoning_state"] and any(e["validity"] == "superseded" for e in res["evidence"])
     with FaultServer("ok") as fs:
         assert main(["answer", *store, "--answer-url", fs.url, "--answer-model", "m", "--user", "maya",

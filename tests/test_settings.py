@@ -17,7 +17,7 @@ from memcore.memory import Memory
 def test_defaults_ingest_offline_and_reach_every_part() -> None:
     s = Settings.from_env({})
     assert (s.ingest.extractor, s.ingest.adjudicator) == ("offline", "model")  # the shipped relation model
-    assert s.models.extraction.kind == "local" and s.models.policy.kind == "rule"
+    assert s.models.extraction.kind == "local" and s.models.policy.kind == "shipped"
     assert s.pipeline.k == 10 and s.api.require_auth and s.store.backend == "embedded"
 
 

@@ -17,8 +17,8 @@ from evomem.commands.common import Command, CommonOptions, _print, _state_line
 class DemoOptions(CommonOptions):
     k: int = Field(default=4, ge=1, description="Seed facts per request (small, so traversal's additions show).")
     answers: bool = Field(default=True, description="Also answer each request: a Reasoning State from the "
-                          "configured policy (default: the rule baseline; EVOMEM_POLICY_KIND=shipped: the learned one "
-                          "in the package) + the shipped SmolLM2-135M answer model on CPU (about a minute), and check "
+                          "configured policy (default: the learned one in the package; EVOMEM_POLICY_KIND=rule: the "
+                          "rule baseline) + the shipped SmolLM2-135M answer model on CPU (about a minute), and check "
                           "each state against what its request needs.")
 
 

@@ -126,7 +126,8 @@ def cmd_ship_policy(opts: ShipPolicyOptions) -> int:
         + (f"max_steps={cfg['max_steps']} " if "max_steps" in cfg else "") + f"output_dir={run}",
         f"python bench/policy_retrieved.py --data {data_dir} --config {cfg['name']} --checkpoint {run}/{opts.checkpoint} "
         f"--batch 8 --latency-rows 3 --out {run}/heldout",
-        f"evomem ship-policy --run {run} --heldout {run}/heldout"]
+        f"evomem ship-policy --run {run}" + (f" --checkpoint {opts.checkpoint}" if opts.checkpoint != "best" else "")
+        + f" --heldout {run}/heldout"]
     man = ship_checkpoint(run / opts.checkpoint, Path(opts.out) if opts.out else shipped_policy_dir(),
                           data_manifest=data_dir / "manifest.json", train_config=cfg, validation=best,
                           heldout={**heldout, "example_check": check}, reproduce=reproduce)

@@ -66,8 +66,8 @@ class ModelOptions(CommonOptions):
     answer_timeout_s: float | None = Field(default=None, gt=0, description="Answer request timeout.")
     answer_retries: int | None = Field(default=None, ge=0, description="Answer request retries.")
     policy: Literal["shipped", "rule", "openai", "local"] | None = Field(
-        default=None, description="Policy kind (default rule: the rule baseline; shipped: the learned SmolLM2 "
-        "adapter in the package, when one ships).")
+        default=None, description="Policy kind (default shipped: the learned SmolLM2 adapter in the package; "
+        "rule: the rule baseline).")
     policy_url: str | None = Field(default=None, description="OpenAI-compatible policy server (EVOMEM_POLICY_URL).")
     policy_model: str | None = Field(default=None, description="Served policy name, e.g. the LoRA 'policy'.")
     policy_path: str | None = Field(default=None, description="--policy local: a checkpoint of `evomem train-policy` "
