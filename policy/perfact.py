@@ -31,7 +31,7 @@ def is_per_fact(prompt: str) -> bool:
 
 
 def holder_heading(holder: str) -> str:
-    """Whose memory a fact is, as a per-fact prompt's heading says it (prompts with ``holder_heading``):
+    """Whose memory a fact is, as a per-fact prompt's heading says it (the ``{whose}`` of policy_fact_v2):
     outside evidence is named as such before the statement, so a report and the belief it contradicts
     differ in their first words.
 
