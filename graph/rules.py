@@ -126,7 +126,7 @@ _RESPONSE = re.compile(
 
 
 def holds_state(statement: str) -> bool:
-    """False for a question or a response to someone else (encouragement, advice, a remark on their news):
+    """False for a question, a request for help, or a response to someone else (encouragement, advice, a remark on their news):
     such a statement never supersedes and is never superseded (nor disputed), whatever a model proposes.
     A ``"Name: "`` holder prefix is ignored.
 
@@ -136,7 +136,7 @@ def holds_state(statement: str) -> bool:
     s = _HOLDER_PREFIX.sub("", statement.strip(), count=1).strip()
     if not s:
         return False
-    if s.endswith("?") or _QUESTION_START.match(s) or _SHARED_MEDIA.match(s) or _REQUEST.match(s):
+    if s.endswith("?") or _QUESTION_START.match(s) or _SHARED_MEDIA.match(s) or _REQUEST.match(s) or _ASKS.search(s):
         return False
     return not (_RESPONSE.match(s) or _COMPLIMENT.search(s) or _ANNOUNCEMENT.search(s))
 
@@ -160,6 +160,13 @@ _ANNOUNCEMENT = re.compile(r"\b(?:I(?:'ve| have)(?: got)?|I've|there(?:'s| is|'r
                            r"^(?:so,? )?(?:let me|I want to|I'd (?:like|love) to) (?:share|tell you|update you|fill you in)"
                            r"(?: (?:some|a few|an?))? ?(?:news|updates?|what'?s new)?[^.!]{0,20}[.!]?$", re.I)
 _HOLDER_PREFIX = re.compile(r"^[A-Z][\w.'-]{0,30}(?: [A-Z][\w.'-]{0,30})?:\s+")
+# A request for help or information inside a statement ("I'm not sure how to configure these variables", "I'd
+# appreciate any help getting it deployed", "I'm wondering if Scrivener helps") asks; it states nothing a later
+# message could replace or outside evidence dispute. On BEAM 132 of 247 relations had such a sentence on a
+# user's side, none of the 20 sampled right (docs/results/relations.md, revision 6).
+_ASKS = re.compile(r"\b(?:help me|can you|could you|would you|I'?d appreciate|I would appreciate|"
+                   r"I need (?:some |your )?help|I(?:'m| am| was) wondering|"
+                   r"I'?m not sure (?:how|what|if|whether|which|about)|I'?m trying to (?:figure out|understand|decide))\b", re.I)
 
 
 def change_evidenced(old_kind: str, change_cue: bool, shift_cue: bool, polarity_differs: bool,
@@ -231,18 +238,63 @@ def continues(statement: str) -> bool:
     return bool(_CONTINUES.search(statement)) and not _REVERSAL.search(statement)
 
 
+# What outside evidence can dispute: a person's preference or belief (paper §3.3, user belief vs objective
+# evidence). What they do, plan or live with is not an opinion a report contradicts: on BEAM every sampled
+# user-vs-assistant "conflict" joined a request or a circumstance ("I'm trying to debug this TypeError…") to
+# the assistant's answer about it (docs/results/relations.md, revision 6).
+DISPUTABLE_KINDS: frozenset[str] = frozenset({"preference", "belief"})
+
+
 def may_conflict(a_kind: str, b_kind: str, a_holder: str, b_holder: str) -> bool:
-    """A conflict joins two statements of one holder, or a person's statement and outside evidence
-    (paper §3.3: user belief vs objective evidence); two different people may simply differ.
+    """A conflict joins two statements of one person, or a person's preference or belief and outside
+    evidence (paper §3.3: user belief vs objective evidence). Two different people may simply differ,
+    and two pieces of evidence are weighed against the person, not against each other (the assistant
+    does not dispute itself: 305 of BEAM's 814 conflicts were assistant vs assistant, none right).
 
     >>> may_conflict("preference", "belief", "user", "document"), may_conflict("preference", "preference", "Ann", "Bob")
     (True, False)
+    >>> may_conflict("belief", "belief", "assistant", "assistant"), may_conflict("circumstance", "belief", "user", "assistant")
+    (False, False)
     """
     if not can_conflict(a_kind, b_kind):
         return False
-    if a_holder == b_holder:
-        return True
-    return (a_holder in EVIDENCE_HOLDERS) != (b_holder in EVIDENCE_HOLDERS)
+    a_ev, b_ev = a_holder in EVIDENCE_HOLDERS, b_holder in EVIDENCE_HOLDERS
+    if a_ev and b_ev:
+        return False
+    if a_ev or b_ev:
+        return (a_kind if b_ev else b_kind) in DISPUTABLE_KINDS
+    return a_holder == b_holder
+
+
+# An instruction (advice or a step: "Use TLS/SSL encryption for all data", "Data in Transit: Use TLS…",
+# "Check if the response is not ok") claims nothing about the world, so as outside evidence it disputes no
+# belief. An optional speaker prefix and a short "Heading:" label come first; a finite verb one or two words
+# on ("Research shows…", "Test coverage is…") makes the first word a noun, not an imperative.
+_INSTRUCTION = re.compile(
+    r"^(?:[\w.'-]{1,30}:\s+)?(?:(?:[A-Z0-9][\w/&'().-]*\s+){0,5}[\w/&'().-]+:\s+)?"
+    r"(?:please\s+|always\s+|also\s+|then\s+|first,?\s+|next,?\s+|finally,?\s+|regularly\s+)?"
+    r"(?:use|utilize|include|check|ensure|make|add|set|create|consider|try|avoid|keep|dedicate|join|get|provide|"
+    r"define|share|install|run|write|review|schedule|follow|start|implement|focus|prioriti[sz]e|reach out|ask|"
+    r"allocate|break|track|monitor|limit|update|test|verify|store|handle|apply|configure|document|encourage|"
+    r"establish|identify|integrate|leverage|maintain|offer|organi[sz]e|prepare|remember|replace|seek|select|"
+    r"send|take|explore|engage|develop|communicate|collaborate|celebrate|choose|compare|contact|continue|deploy|"
+    r"design|discuss|don't|do not|never|stay|give|let's|go|look|find|import|call|wrap|move|navigate|enable|"
+    r"disable|refactor|catch|validate|sanitize|hash|encrypt|aim|balance|build|capture|clarify|conduct|connect|"
+    r"customi[sz]e|draft|evaluate|gather|highlight|incorporate|invite|list|note|outline|pay|simplify|spend|"
+    r"structure|summari[sz]e|inform|arrange|assign|assess|participate|attend|visit|practice|plan|research|log)\b"
+    r"(?!(?:\s+[\w%-]+)?\s+(?:is|are|was|were|has|have|had|shows?|showed|found|finds|suggests?|indicates?|remains?|can|could|"
+    r"will|would|may|might|must|should|seems?|appears?|tends?)\b)", re.I)
+
+
+def instructs(statement: str) -> bool:
+    """True for an instruction or a step of advice, which states no claim that could dispute a belief.
+
+    >>> instructs("assistant: Data in Transit: Use TLS/SSL encryption."), instructs("Check if the response is ok.")
+    (True, True)
+    >>> instructs("assistant: Research shows remote teams are less productive."), instructs("Model Boreal was faster.")
+    (False, False)
+    """
+    return bool(_INSTRUCTION.match(statement.strip()))
 
 
 def derive_validity(

@@ -101,6 +101,9 @@ DISPOSE = [
     ("conflicts_with", ("belief", "document"), ("preference", "user"), True, [], ["old"]),  # user vs evidence
     ("conflicts_with", ("preference", "Ann"), ("preference", "Bob"), True, [], []),
     ("conflicts_with", ("belief", "assistant"), ("belief", "document"), True, [], []),
+    ("conflicts_with", ("belief", "assistant"), ("belief", "assistant"), True, [], []),  # evidence vs evidence
+    ("conflicts_with", ("belief", "assistant"), ("circumstance", "user"), True, [], []),  # what the user does
+    ("conflicts_with", ("belief", "assistant"), ("belief", "user"), True, [], ["old"]),  # what the user believes
 ]
 
 
@@ -112,6 +115,19 @@ def test_the_model_proposes_and_the_rules_dispose(label: str, new: tuple[str, st
     res = _resolution(c, [_fact("old", "I love jazz.", old[0], old[1])], older=older)
     d = adj.adjudicate(res, Snapshot(user_id="u")).decisions[0]
     assert d.label == "new" and d.supersedes == sup and d.conflicts_with == conf
+
+
+def test_an_instruction_disputes_nothing_and_a_request_is_not_disputed() -> None:
+    """Outside evidence that instructs ("Use TLS…") claims nothing; a user's request for help states nothing
+    (BEAM: such pairs were most of the 814 conflicts, none right; docs/results/relations.md revision 6)."""
+    adj = ModelAdjudicator(_Always("conflicts_with"), HashEmbedder(8), RelationModelConfig())
+    belief = [_fact("old", "I think plain HTTP is fine for my app.", "belief")]
+    step = _cand("new", "assistant: Data in Transit: Use TLS/SSL encryption for all data.", "belief", "assistant", seq=2)
+    assert adj.adjudicate(_resolution(step, belief), Snapshot(user_id="u")).decisions[0].conflicts_with == []
+    claim = _cand("new", "assistant: Plain HTTP exposes every password sent over it.", "belief", "assistant", seq=2)
+    assert adj.adjudicate(_resolution(claim, belief), Snapshot(user_id="u")).decisions[0].conflicts_with == ["old"]
+    asks = [_fact("old", "I'm not sure how to configure HTTPS for my app.", "belief")]
+    assert adj.adjudicate(_resolution(claim, asks), Snapshot(user_id="u")).decisions[0].conflicts_with == []
 
 
 def test_a_replacement_must_say_that_something_changed() -> None:

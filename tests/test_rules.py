@@ -9,7 +9,7 @@ import pytest
 from graph.models import Fact, Relation
 from graph.rules import (change_evidenced, can_conflict, can_supersede, continues, derive_state, derive_validity, has_cycle,
                          holds_state, reverses,
-                         may_conflict, may_supersede, may_supersede_sibling, edge_kinds_allowed)
+                         may_conflict, may_supersede, may_supersede_sibling, edge_kinds_allowed, instructs)
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 PAST = NOW - timedelta(days=1)
@@ -105,9 +105,32 @@ def test_may_supersede_direction(nk: str, ok_: str, nh: str, oh: str, later: boo
 @pytest.mark.parametrize("a,b,ha,hb,ok", [
     ("preference", "belief", "user", "document", True), ("belief", "preference", "assistant", "user", True),
     ("preference", "preference", "user", "user", True), ("preference", "preference", "Ann", "Bob", False),
-    ("belief", "belief", "assistant", "document", False), ("event", "plan", "user", "user", False)])
+    ("belief", "belief", "assistant", "document", False), ("event", "plan", "user", "user", False),
+    # evidence is weighed against a person, never against other evidence (the assistant does not dispute itself)
+    ("belief", "belief", "assistant", "assistant", False), ("belief", "belief", "document", "document", False),
+    # evidence disputes a preference or a belief, not what a person does, plans or lives with
+    ("circumstance", "belief", "user", "assistant", False), ("belief", "plan", "document", "user", False),
+    ("constraint", "belief", "user", "document", False), ("event", "belief", "Ann", "assistant", False),
+    ("belief", "belief", "Ann", "document", True),
+    # one person's own statements may conflict whatever their kinds (within can_conflict)
+    ("circumstance", "circumstance", "user", "user", True), ("plan", "event", "Ann", "Ann", False)])
 def test_may_conflict_holders(a: str, b: str, ha: str, hb: str, ok: bool) -> None:
     assert may_conflict(a, b, ha, hb) is ok
+
+
+@pytest.mark.parametrize("statement,ok", [
+    ("assistant: Data in Transit: Use TLS/SSL encryption for all data transmitted over networks.", True),
+    ("assistant: Check if the response is not ok and extract the error message.", True),
+    ("assistant: Pilot Participation: Include Jessica in the pilot program.", True),
+    ("Always keep a backup of the config.", True),
+    ("assistant: Don't store passwords in plain text.", True),
+    ("assistant: Research shows remote teams are less productive.", False),  # a noun before a finite verb
+    ("Test coverage is 78% now.", False),
+    ("Model Boreal was not the easiest candidate to introduce.", False),
+    ("assistant: The error typically indicates a None value.", False),
+    ("Independent testing found Atlas dropped numerical claims.", False)])
+def test_instructs(statement: str, ok: bool) -> None:
+    assert instructs(statement) is ok
 
 
 @pytest.mark.parametrize("new,old,ok", SUPERSEDE_CASES)
@@ -194,6 +217,13 @@ HOLDS_STATE_CASES = [
     ("Let me fill you in.", False),
     ("I have an update: I switched to tea.", True),
     ("I love sharing updates with my friends.", True),
+    # a request for help or information asks; it states nothing to replace or dispute
+    ("I'm not sure how to properly configure these variables in my Render.com deployment.", False),
+    ("I'd appreciate any help you can provide in getting my weather app deployed.", False),
+    ("I switched to Scrivener on May 5, and I'm wondering if this will help my drafts.", False),
+    ("Can you help me plan the trip", False),
+    ("I'm not a fan of crowds anymore.", True),
+    ("I'm sure I prefer tea now.", True),
     # a shared photo shows something; it holds no state of its own
     ("Gina: shared an image: a photo of a clothing store with a variety of clothes on display", False),
     ("shared an image: a photography of a group of children making clay sculptures", False),

@@ -17,8 +17,8 @@ from functools import lru_cache
 from collections.abc import Sequence
 import numpy as np
 
-from graph.rules import (EVIDENCE_HOLDERS, change_evidenced, continues, holds_state, may_conflict, may_supersede,
-                         may_supersede_sibling, reverses)
+from graph.rules import (EVIDENCE_HOLDERS, change_evidenced, continues, holds_state, instructs, may_conflict,
+                         may_supersede, may_supersede_sibling, reverses)
 from graph.snapshot import Snapshot
 from induction.adjudicate import Adjudication, Decision, RuleAdjudicator, _base
 from induction.extract import CandidateFact
@@ -34,6 +34,14 @@ _STATIVE = frozenset({"preference", "constraint", "belief", "circumstance", "pla
 # never on a sibling sentence's cue: a later "so now I'm redefining how I collaborate" builds on the
 # chaotic jam session, it does not make it untrue (personalized_memory_use lost 3 rows to that).
 _HISTORY = frozenset({"event", "experience"})
+
+
+def _can_dispute(holder: str, statement: str, stateful: bool | None = None) -> bool:
+    """May this side join a conflict: a person's statement that holds state (``graph.rules.holds_state``),
+    or outside evidence that claims something rather than instructs (``graph.rules.instructs``)."""
+    if holder in EVIDENCE_HOLDERS:
+        return not instructs(statement)
+    return holds_state(statement) if stateful is None else stateful
 
 
 def _own_cue(c: CandidateFact) -> bool:
@@ -176,8 +184,8 @@ class ModelAdjudicator:
                              retrospective=bool(PAST_STATE.search(new.statement)),
                              partner_change=[v.change for v in views], evidenced=said,
                              stateful=[stateful and holds_state(v.statement) for v in views],
-                             person_ok=[(c.holder in EVIDENCE_HOLDERS or stateful)
-                                        and (v.holder in EVIDENCE_HOLDERS or holds_state(v.statement)) for v in views])
+                             person_ok=[_can_dispute(c.holder, new.statement, stateful)
+                                        and _can_dispute(v.holder, v.statement) for v in views])
                 if d.supersedes and cfg.supersede_turn and (rev or not cfg.turn_needs_reversal):
                     self._whole_turns(d, c.kind, c.holder, turns, closed, kinds, by_id, res,
                                       np.asarray(r.embedding, dtype=np.float32), own_change=own)
