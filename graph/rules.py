@@ -126,8 +126,9 @@ _RESPONSE = re.compile(
 
 
 def holds_state(statement: str) -> bool:
-    """False for a question, a request for help, or a response to someone else (encouragement, advice, a remark on their news):
-    such a statement never supersedes and is never superseded (nor disputed), whatever a model proposes.
+    """False for a question, a request for help, or a response to someone else (encouragement, advice, a
+    remark on their news): such a statement never supersedes and is never superseded (nor disputed),
+    whatever a model proposes.
     A ``"Name: "`` holder prefix is ignored.
 
     >>> holds_state("I switched to tea."), holds_state("How often do you hike now?"), holds_state("Keep it up!")
@@ -162,8 +163,9 @@ _ANNOUNCEMENT = re.compile(r"\b(?:I(?:'ve| have)(?: got)?|I've|there(?:'s| is|'r
 _HOLDER_PREFIX = re.compile(r"^[A-Z][\w.'-]{0,30}(?: [A-Z][\w.'-]{0,30})?:\s+")
 # A request for help or information inside a statement ("I'm not sure how to configure these variables", "I'd
 # appreciate any help getting it deployed", "I'm wondering if Scrivener helps") asks; it states nothing a later
-# message could replace or outside evidence dispute. On BEAM 132 of 247 relations had such a sentence on a
-# user's side, none of the 20 sampled right (docs/results/relations.md, revision 6).
+# message could replace or outside evidence dispute. On BEAM 132 of the 247 relations left by the evidence
+# rules had such a sentence on a user's side; of 25 of the 247 read, none was right
+# (docs/results/relations.md, revision 6).
 _ASKS = re.compile(r"\b(?:help me|can you|could you|would you|I'?d appreciate|I would appreciate|"
                    r"I need (?:some |your )?help|I(?:'m| am| was) wondering|"
                    r"I'?m not sure (?:how|what|if|whether|which|about)|I'?m trying to (?:figure out|understand|decide))\b", re.I)
@@ -282,8 +284,8 @@ _INSTRUCTION = re.compile(
     r"disable|refactor|catch|validate|sanitize|hash|encrypt|aim|balance|build|capture|clarify|conduct|connect|"
     r"customi[sz]e|draft|evaluate|gather|highlight|incorporate|invite|list|note|outline|pay|simplify|spend|"
     r"structure|summari[sz]e|inform|arrange|assign|assess|participate|attend|visit|practice|plan|research|log)\b"
-    r"(?!(?:\s+[\w%-]+)?\s+(?:is|are|was|were|has|have|had|shows?|showed|found|finds|suggests?|indicates?|remains?|can|could|"
-    r"will|would|may|might|must|should|seems?|appears?|tends?)\b)", re.I)
+    r"(?!(?:\s+[\w%-]+)?\s+(?:is|are|was|were|has|have|had|shows?|showed|found|finds|suggests?|indicates?|"
+    r"remains?|can|could|will|would|may|might|must|should|seems?|appears?|tends?)\b)", re.I)
 
 
 def instructs(statement: str) -> bool:
