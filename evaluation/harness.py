@@ -32,6 +32,7 @@ from induction.session import Session
 from llmclients.chat import ChatModel
 from llmclients.embeddings import Embedder
 from policy.base import Policy
+from scoring.answers import answer_recall
 from scoring.judge import Judge
 from serving.pipeline import AnswerPipeline
 
@@ -105,6 +106,9 @@ class Outcome(BaseModel):
     tokens: int = Field(default=0, description="Whitespace tokens of the context it produced.")
     state_tokens: int = Field(default=0, description="Whitespace tokens of the Reasoning State (our system).")
     items: int = Field(default=0, description="Facts or turns in the context.")
+    answer_recall: float | None = Field(default=None, description=(
+        "Share of the gold answer's tokens the context contains (scoring.answers.answer_recall); None "
+        "without a gold answer."))
     latency_ms: float | None = None
     answer: str | None = None
     f1: float | None = None
@@ -303,7 +307,8 @@ class Harness:
             by_id = bundle.by_id()
             turns = turns_of_facts(by_id[i].fact for i in ctx.included)
             return Outcome(n_hit=score_evidence(gold, turns).n_hit if gold else None, tokens=ctx.tokens, items=len(ctx.included),
-                           state_tokens=state_tokens, latency_ms=round(ms, 3))
+                           state_tokens=state_tokens, latency_ms=round(ms, 3),
+                           answer_recall=answer_recall(ctx.text, q.answer) if q.answer else None)
 
         bundle, ms = self._retrieve(ep.user_id, q.question, traverse=None)
         full = fact_outcome(bundle, True, embed_ms + ms, self._state_tokens(q.question, bundle))
@@ -336,7 +341,9 @@ class Harness:
             for name in cfg.baselines:
                 hit = index.search(name, q.question, qv, bk, cfg.budget, embed_ms)
                 rec.outcomes[name] = Outcome(n_hit=score_evidence(gold, hit.turn_ids).n_hit if gold else None,
-                                             tokens=hit.tokens, items=len(hit.turn_ids), latency_ms=round(hit.latency_ms, 3))
+                                             tokens=hit.tokens, items=len(hit.turn_ids), latency_ms=round(hit.latency_ms, 3),
+                                             answer_recall=(answer_recall(index.context(hit.turn_ids), q.answer)
+                                                            if q.answer else None))
                 if self.answers is not None and name in cfg.answer_variants:
                     rec.outcomes[name].answer = self._baseline_answer(q, index.context(hit.turn_ids))
         if self.answers is not None:

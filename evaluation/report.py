@@ -54,6 +54,9 @@ def system_summary(records: Sequence[QuestionRecord], name: str, n_boot: int = 1
         items = sum(r.outcomes[name].items for r in rs)
         out["tokens_per_item"] = round(sum(toks) / items, 2) if items else None
         out["context_tokens_p10_p50_p90"] = [_r(percentile(toks, p)) for p in (10, 50, 90)]
+        rec = [x for x in (r.outcomes[name].answer_recall for r in rs) if x is not None]
+        if rec:
+            out["answer_token_recall"] = round(sum(rec) / len(rec), 4)
     ans = answer_summary(records if answered is None else answered, name)
     if ans:
         out["answers"] = ans

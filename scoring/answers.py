@@ -32,9 +32,31 @@ def normalize_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", s).split())
 
 
+@lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    # Cached: a retrieval eval stems every context it renders, and contexts repeat their words.
+    return str(_stemmer().stem(word))
+
+
 def _tokens(text: str) -> list[str]:
-    st = _stemmer()
-    return [st.stem(w) for w in normalize_answer(text).split()]
+    return [_stem(w) for w in normalize_answer(text).split()]
+
+
+def answer_recall(context: str, gold: str) -> float | None:
+    """The share of the gold answer's distinct tokens (LoCoMo normalisation, Porter stems) that the
+    context contains; None for an answer with no tokens. A judge-free check that a context carries
+    what the answer needs, not only which turns it came from: shortening lines raises the turn metrics
+    and lowers this (docs/results/retrieval-routes.md, session 15).
+
+    >>> answer_recall("[F1] Caroline went to the LGBTQ support group on 7 May", "7 May 2023")
+    0.6667
+    >>> answer_recall("anything", "the") is None
+    True
+    """
+    g = set(_tokens(gold))
+    if not g:
+        return None
+    return round(len(g & set(_tokens(context))) / len(g), 4)
 
 
 def token_f1(prediction: str, gold: str) -> float:

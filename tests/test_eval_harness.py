@@ -155,6 +155,13 @@ def test_two_session_slice_metrics_by_hand(embedded_memory: Memory, tmp_path: Pa
         assert summ["context_tokens_mean"] == round(sum(q.outcomes[name].tokens for q in scored) / n, 1)
     assert rep["complete_retrieval_rate"] <= rep["coverage"] <= rep["hit_rate"]
 
+    # Answer tokens in the context: NaiveRAG K=1 returns the asked turn itself, which holds "LGBTQ support
+    # group" and "adoption agencies" whole; the mural question's turn (D1:5) is not retrieved.
+    recall = {qid: by[qid].outcomes["naive_rag"].answer_recall for qid in hits}
+    assert recall["conv-26#0"] == 1.0 and recall["conv-26#1"] == 1.0 and recall["conv-26#2"] < 1.0
+    assert fc["answer_token_recall"] >= rep["baselines"]["naive_rag"]["answer_token_recall"]
+    assert 0.0 <= rep["answer_token_recall"] <= 1.0
+
 
 def test_our_tokens_and_hits_are_those_of_the_rendered_context(embedded_memory: Memory, tmp_path: Path) -> None:
     run = run_slice(embedded_memory, tmp_path, k=3, budget=60, baselines=())
