@@ -89,11 +89,24 @@ def load_shipped_policy(cfg: ModelEndpointConfig, max_tokens: int = 512) -> Poli
         return rule
 
 
-def build_models(models: ModelsConfig, pipeline: PipelineConfig | None = None) -> tuple[Policy, ChatModel]:
+def probe_answer_model(model: ChatModel) -> None:
+    """Fail fast on an answer server that cannot be reached: one ``GET /models`` for a model behind HTTP
+    (raises ChatError), nothing for an in-process one. A one-shot command calls it before loading the
+    policy, so a dead server is reported before minutes of policy loading, not after."""
+    list_models = getattr(model, "models", None)
+    if callable(list_models):
+        list_models()
+
+
+def build_models(models: ModelsConfig, pipeline: PipelineConfig | None = None,
+                 probe: bool = False) -> tuple[Policy, ChatModel]:
     """(policy, answer model). Sharing one local engine when both roles name the same weights; a
-    model-backed policy gets the pipeline's ``policy_prompt`` and ``policy_max_tokens``."""
+    model-backed policy gets the pipeline's ``policy_prompt`` and ``policy_max_tokens``. ``probe``: check
+    the answer server answers before the policy is built (``probe_answer_model``)."""
     cfg = pipeline or PipelineConfig()
     answer = make_chat_model(models.answer)
+    if probe:
+        probe_answer_model(answer)
     if models.policy.kind == "local" and models.policy.model_copy(update={"model": None}) == \
             models.answer.model_copy(update={"model": None}):
         return EndpointLearnedPolicy(answer, prompt=cfg.policy_prompt, temperature=0.0,

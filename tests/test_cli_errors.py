@@ -70,10 +70,10 @@ def _rows(store: Path, neo4j: str, locked: tuple[Path, int]) -> dict[str, tuple[
         "serve-model": (["serve-model", "--model-path", str(store.parent / "no-weights"), "--port", "0"],
                         "no-weights"),
         "vllm-command": (["vllm-command", "--gpus", "0"], "gpus"),
-        # the rule policy: the default (shipped) one converts SmolLM2 on a cold cache, and its progress bar is
-        # not part of the error being checked here
+        # the default (shipped) policy: the answer server is probed before it loads, so no conversion progress
+        # bar precedes the error (test_a_dead_answer_server_is_reported_before_the_policy_loads)
         "answer": (["answer", *s, "--user", "maya", "--answer-url", dead, "--answer-model", "m", "--answer-retries", "0",
-                    "--policy", "rule", "Suggest a vacation"], "cannot reach model server"),
+                    "Suggest a vacation"], "cannot reach model server"),
         "build-data": (["build-data", "--out", str(store.parent / "d"), "--synthetic-n", "0", "--memsyco-root",
                         str(store.parent / "no-memsyco")], "no-memsyco"),
         "build-instances": (["build-instances", "--out", str(store.parent / "bi"), "--synthetic-n", "0",
@@ -151,3 +151,21 @@ def test_real_entry_point_sentence_and_debug_traceback(tmp_path: Path, dead_neo4
     assert res.returncode == 1 and "Traceback" in res.stderr and "Neo4j is not reachable" in res.stderr
     res = _cli("train-policy", "--config", "grpo-qwen3-4b", env={"EVOMEM_DEBUG": "1"}, cwd=tmp_path)
     assert res.returncode == 2 and "Traceback" in res.stderr and "MissingInput" in res.stderr
+
+
+def test_a_dead_answer_server_is_reported_before_the_policy_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`evomem answer` probes the answer server first: loading the shipped policy takes minutes on a cold
+    cache, and a server that cannot be reached should not wait for it."""
+    import serving.pipeline as pipeline
+    from llmclients.chat import ChatError
+    from llmclients.config import ModelsConfig
+
+    def no_policy(*a: object, **kw: object) -> None:
+        raise AssertionError("the policy was loaded before the answer server was probed")
+
+    monkeypatch.setattr(pipeline, "make_policy", no_policy)
+    dead = {"kind": "openai", "base_url": f"http://127.0.0.1:{free_port()}/v1", "model": "m", "max_retries": 0}
+    with pytest.raises(ChatError, match="cannot reach model server"):
+        pipeline.build_models(ModelsConfig.from_env({}, answer=dead), probe=True)
+    with pytest.raises(AssertionError, match="before the answer server"):  # without the probe: policy first
+        pipeline.build_models(ModelsConfig.from_env({}, answer=dead))

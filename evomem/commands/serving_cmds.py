@@ -188,7 +188,8 @@ def cmd_answer(opts: AnswerOptions) -> int:
         cfg = opts.pipeline_config().model_copy(update={"traverse": opts.traverse, "relational_states": opts.states,
                                                         "reasoning_state": opts.reasoning_state,
                                                         "as_of": opts.as_of, "known_at": opts.known_at})
-        policy, answer_model = build_models(opts.models(), cfg)
+        # probe: a dead answer server is reported before the shipped policy is loaded (minutes on a cold cache)
+        policy, answer_model = build_models(opts.models(), cfg, probe=True)
         res = AnswerPipeline(mem, policy, answer_model, cfg).answer(opts.user, opts.request)
     finally:
         mem.close()
