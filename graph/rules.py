@@ -288,6 +288,32 @@ _INSTRUCTION = re.compile(
     r"remains?|can|could|will|would|may|might|must|should|seems?|appears?|tends?)\b)", re.I)
 
 
+# The assistant's own lines are advice, drafts and explanations written for the person, not independent
+# evidence: on BEAM all 27 assistant lines the model set against a user restated or answered that user's
+# request ("Error Handling: Specific error handling for HTTP 401…"). The assistant disputes a person only
+# when it says it corrects; a retrieved document (MemSyco's evidence) disputes on the model's word.
+_CORRECTION = re.compile(
+    r"\b(?:actually|in fact|in reality|contrary to|(?:common |popular |widespread )?(?:misconception|myth)s?|"
+    r"(?:isn't|aren't|wasn't|weren't|is not|are not|was not|were not|not) (?:quite |entirely |actually |really )?"
+    r"(?:true|accurate|correct|right|the case)|(?:is|are|was|were|'s) (?:actually |in fact )?(?:false|incorrect|"
+    r"inaccurate|wrong|misleading|outdated|a myth|a misconception)|(?:research|studies|study|evidence|data|tests?|"
+    r"trials?|benchmarks?|reviews?|evaluations?|experiments?|surveys?) (?:shows?|showed|suggests?|suggested|"
+    r"indicates?|indicated|found|finds|demonstrates?|demonstrated|contradicts?)|no (?:scientific )?evidence|"
+    r"debunked|according to (?!your?\b))\b", re.I)
+
+
+def corrects(statement: str) -> bool:
+    """Does the line say it corrects or reports evidence ("Actually, …", "a common myth", "that's not accurate",
+    "studies show", "according to the 2024 review")? What the assistant may dispute a person with.
+
+    >>> corrects("assistant: Actually, the Great Wall is not visible from space."), corrects("Studies show X.")
+    (True, True)
+    >>> corrects("assistant: Scenario: You and Stephen are considering moving."), corrects("According to your report, …")
+    (False, False)
+    """
+    return bool(_CORRECTION.search(statement))
+
+
 def instructs(statement: str) -> bool:
     """True for an instruction or a step of advice, which states no claim that could dispute a belief.
 

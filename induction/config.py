@@ -111,6 +111,14 @@ class RelationModelConfig(_Cfg):
                                         "now / lately shift word is enough for a state.")
     continuation_blocks: bool = Field(default=True, description="A statement that says the earlier state persists or "
                                       "adds to it (graph.rules.continues: still, too, also, as well) replaces nothing.")
+    assistant_disputes_on_correction: bool = Field(default=True, description="The assistant's own line disputes a "
+                                                   "person only when it says it corrects (graph.rules.corrects: "
+                                                   "actually, a common myth, studies show…), and replaces its own earlier "
+                                                   "line only then; a document disputes on the model's word. Off: any "
+                                                   "claim of the assistant may.")
+    conflict_needs_contrast: bool = Field(default=True, description="A conflict between two statements of one "
+                                          "person needs opposite polarity or a newer statement that itself turns "
+                                          "against something (graph.rules.reverses); restatements are not conflicts.")
     cache_vectors: int = Field(default=50000, ge=0, description="Sentence vectors of stored facts kept in memory "
                                "(stored facts carry no vectors in the snapshot; a miss is embedded again).")
 

@@ -103,7 +103,8 @@ DISPOSE = [
     ("conflicts_with", ("belief", "assistant"), ("belief", "document"), True, [], []),
     ("conflicts_with", ("belief", "assistant"), ("belief", "assistant"), True, [], []),  # evidence vs evidence
     ("conflicts_with", ("belief", "assistant"), ("circumstance", "user"), True, [], []),  # what the user does
-    ("conflicts_with", ("belief", "assistant"), ("belief", "user"), True, [], ["old"]),  # what the user believes
+    ("conflicts_with", ("belief", "document"), ("belief", "user"), True, [], ["old"]),  # what the user believes
+    ("conflicts_with", ("belief", "assistant"), ("belief", "user"), True, [], []),  # the assistant, not correcting
 ]
 
 
@@ -124,10 +125,47 @@ def test_an_instruction_disputes_nothing_and_a_request_is_not_disputed() -> None
     belief = [_fact("old", "I think plain HTTP is fine for my app.", "belief")]
     step = _cand("new", "assistant: Data in Transit: Use TLS/SSL encryption for all data.", "belief", "assistant", seq=2)
     assert adj.adjudicate(_resolution(step, belief), Snapshot(user_id="u")).decisions[0].conflicts_with == []
-    claim = _cand("new", "assistant: Plain HTTP exposes every password sent over it.", "belief", "assistant", seq=2)
+    claim = _cand("new", "document: Plain HTTP exposes every password sent over it.", "belief", "document", seq=2)
     assert adj.adjudicate(_resolution(claim, belief), Snapshot(user_id="u")).decisions[0].conflicts_with == ["old"]
     asks = [_fact("old", "I'm not sure how to configure HTTPS for my app.", "belief")]
     assert adj.adjudicate(_resolution(claim, asks), Snapshot(user_id="u")).decisions[0].conflicts_with == []
+
+
+def test_the_assistant_disputes_a_person_only_when_it_corrects() -> None:
+    """The assistant's lines are advice and explanations written for the user: on BEAM every one the model set
+    against the user restated or answered the request. A document disputes on the model's word; the
+    assistant only with a correction ("Actually, …", "a common myth", "studies show")."""
+    belief = [_fact("old", "I think plain HTTP is fine for my app.", "belief")]
+    said = "Plain HTTP exposes every password sent over it."
+    for on, line, want in [(True, f"assistant: {said}", []), (True, f"assistant: Actually, {said.lower()}", ["old"]),
+                           (True, f"document: {said}", ["old"]), (False, f"assistant: {said}", ["old"])]:
+        adj = ModelAdjudicator(_Always("conflicts_with"), HashEmbedder(8),
+                               RelationModelConfig(assistant_disputes_on_correction=on))
+        holder = line.split(":")[0]
+        new = _cand("new", line, "belief", holder, seq=2)
+        assert adj.adjudicate(_resolution(new, belief), Snapshot(user_id="u")).decisions[0].conflicts_with == want, line
+    # nor does the assistant's later explanation replace its earlier one, unless it says it corrects it
+    adj = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig())
+    earlier = [_fact("old", "assistant: Determinism: all events are determined by prior causes.", "belief", "assistant")]
+    for line, want in [("assistant: Hard Determinism: free will does not exist, but determinism is true.", []),
+                       ("assistant: Actually, I was wrong: determinism is not the view that all events are caused.",
+                        ["old"])]:
+        new = _cand("new", line, "belief", "assistant", seq=2)
+        assert adj.adjudicate(_resolution(new, earlier), Snapshot(user_id="u")).decisions[0].supersedes == want, line
+
+
+def test_one_persons_two_statements_conflict_only_when_they_oppose() -> None:
+    """A restatement with more detail ("I'm using Bootstrap 5.3.0 for my layout, and I've added tabindex…")
+    is no conflict with the earlier statement; opposite polarity or a turn against something is."""
+    adj = ModelAdjudicator(_Always("conflicts_with"), HashEmbedder(8), RelationModelConfig())
+    old = [_fact("old", "I'm using Bootstrap 5.3.0 for my layout.", "circumstance")]
+    more = _cand("new", "I'm using Bootstrap 5.3.0 and I've added tabindex to my buttons.", "circumstance", seq=2,
+                 cues=())
+    assert adj.adjudicate(_resolution(more, old), Snapshot(user_id="u")).decisions[0].conflicts_with == []
+    opposite = _cand("new", "I'm not using Bootstrap for my layout.", "circumstance", seq=2, cues=("negation",))
+    assert adj.adjudicate(_resolution(opposite, old), Snapshot(user_id="u")).decisions[0].conflicts_with == ["old"]
+    off = ModelAdjudicator(_Always("conflicts_with"), HashEmbedder(8), RelationModelConfig(conflict_needs_contrast=False))
+    assert off.adjudicate(_resolution(more, old), Snapshot(user_id="u")).decisions[0].conflicts_with == ["old"]
 
 
 def test_a_replacement_must_say_that_something_changed() -> None:

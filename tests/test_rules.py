@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from graph.models import Fact, Relation
-from graph.rules import (change_evidenced, can_conflict, can_supersede, continues, derive_state, derive_validity, has_cycle,
-                         holds_state, reverses,
+from graph.rules import (change_evidenced, can_conflict, can_supersede, continues, corrects, derive_state,
+                         derive_validity, has_cycle, holds_state, reverses,
                          may_conflict, may_supersede, may_supersede_sibling, edge_kinds_allowed, instructs)
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -131,6 +131,24 @@ def test_may_conflict_holders(a: str, b: str, ha: str, hb: str, ok: bool) -> Non
     ("Independent testing found Atlas dropped numerical claims.", False)])
 def test_instructs(statement: str, ok: bool) -> None:
     assert instructs(statement) is ok
+
+
+CORRECTS_CASES = [
+    ("assistant: Actually, the Great Wall is not visible from space with the naked eye.", True),
+    ("assistant: That's a common misconception: bulls do not react to the colour red.", True),
+    ("assistant: Studies show that cracking knuckles does not cause arthritis.", True),
+    ("assistant: This is not the case in Flask 2.x.", True),
+    ("assistant: According to the 2024 NIST guidance, SMS codes are a weak second factor.", True),
+    ("assistant: According to your July 15 progress report, there has been a 10% improvement.", False),
+    ("assistant: Scenario: You and Stephen are considering moving to a new city.", False),
+    ("assistant: Error Handling: Specific error handling for HTTP 401 Unauthorized.", False),
+    ("assistant: It is true that the library is popular.", False),
+]
+
+
+@pytest.mark.parametrize("statement,ok", CORRECTS_CASES)
+def test_corrects(statement: str, ok: bool) -> None:
+    assert corrects(statement) is ok
 
 
 @pytest.mark.parametrize("new,old,ok", SUPERSEDE_CASES)

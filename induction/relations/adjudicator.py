@@ -17,8 +17,8 @@ from functools import lru_cache
 from collections.abc import Sequence
 import numpy as np
 
-from graph.rules import (EVIDENCE_HOLDERS, change_evidenced, continues, holds_state, instructs, may_conflict,
-                         may_supersede, may_supersede_sibling, reverses)
+from graph.rules import (EVIDENCE_HOLDERS, change_evidenced, continues, corrects, holds_state, instructs,
+                         may_conflict, may_supersede, may_supersede_sibling, reverses)
 from graph.snapshot import Snapshot
 from induction.adjudicate import Adjudication, Decision, RuleAdjudicator, _base
 from induction.extract import CandidateFact
@@ -36,11 +36,12 @@ _STATIVE = frozenset({"preference", "constraint", "belief", "circumstance", "pla
 _HISTORY = frozenset({"event", "experience"})
 
 
-def _can_dispute(holder: str, statement: str, stateful: bool | None = None) -> bool:
+def _can_dispute(holder: str, statement: str, stateful: bool | None = None, assistant_must_correct: bool = False) -> bool:
     """May this side join a conflict: a person's statement that holds state (``graph.rules.holds_state``),
-    or outside evidence that claims something rather than instructs (``graph.rules.instructs``)."""
+    or outside evidence that claims something rather than instructs (``graph.rules.instructs``); with
+    ``assistant_must_correct``, the assistant's own line only when it says it corrects (``graph.rules.corrects``)."""
     if holder in EVIDENCE_HOLDERS:
-        return not instructs(statement)
+        return not instructs(statement) and (holder != "assistant" or not assistant_must_correct or corrects(statement))
     return holds_state(statement) if stateful is None else stateful
 
 
@@ -174,18 +175,28 @@ class ModelAdjudicator:
                 # exhilarating lately" is no report of a change that a later "I'd rather…" must respect)
                 reported = [v.turn_change and (not cfg.change_needs_reversal or turns.reverses(turns.turn_of(n.fact_id)))
                             for n, v in zip(cands, views)]
+                fix = cfg.assistant_disputes_on_correction
+                # the assistant's explanations do not replace each other ("Hard Determinism: …" after
+                # "Determinism: …"); only a line that says it corrects does
+                fixes = c.holder != "assistant" or not fix or corrects(new.statement)
                 said = [(change_evidenced(v.kind, own if was or v.kind in _HISTORY else change, shift,
                                           new.negation != v.negation, old_reports_change=was)
-                         and not cont
+                         and not cont and fixes
                          and (rev or new.negation != v.negation or not cfg.change_needs_reversal))
                         or not cfg.require_change_evidence for v, was in zip(views, reported)]
                 stateful = holds_state(new.statement)
+                own_rev = reverses([c.statement])
                 self._decide(d, c.kind, c.kind_certain, c.holder, cands, P, res, by_id, kinds,
                              retrospective=bool(PAST_STATE.search(new.statement)),
                              partner_change=[v.change for v in views], evidenced=said,
                              stateful=[stateful and holds_state(v.statement) for v in views],
-                             person_ok=[_can_dispute(c.holder, new.statement, stateful)
-                                        and _can_dispute(v.holder, v.statement) for v in views])
+                             person_ok=[_can_dispute(c.holder, new.statement, stateful, fix)
+                                        and _can_dispute(v.holder, v.statement, None, fix)
+                                        # one person's two statements conflict only if they oppose each other:
+                                        # in BEAM's long turns some sentence always says "but", so the new
+                                        # statement's own words must turn against something
+                                        and (v.holder != c.holder or not cfg.conflict_needs_contrast
+                                             or own_rev or new.negation != v.negation) for v in views])
                 if d.supersedes and cfg.supersede_turn and (rev or not cfg.turn_needs_reversal):
                     self._whole_turns(d, c.kind, c.holder, turns, closed, kinds, by_id, res,
                                       np.asarray(r.embedding, dtype=np.float32), own_change=own)
