@@ -345,6 +345,18 @@ def test_pair_projection_is_part_of_the_artefact(tmp_path: Path) -> None:
     assert_round_trip(m, X, tmp_path / "p", short=7)
 
 
+def test_pair_l2_shrinks_only_the_pair_columns() -> None:
+    """``pair_l2``: a penalty on the pair-vector columns alone (they memorise personas); the structural
+    columns keep the plain ``l2`` and still carry the signal."""
+    rng = np.random.default_rng(2)
+    X = rng.standard_normal((400, 3 + 20)).astype(np.float32)
+    y = (X[:, 0] + X[:, 3] > 0.5).astype(np.int64)
+    plain = fit(X, y, FitParams(epochs=200, lr=0.05, struct_cols=3))
+    tight = fit(X, y, FitParams(epochs=200, lr=0.05, struct_cols=3, pair_l2=5.0))
+    assert np.abs(tight.W2[3:]).max() < 0.2 * np.abs(plain.W2[3:]).max()
+    assert np.abs(tight.W2[0]).max() > 5 * np.abs(tight.W2[3:]).max()  # the structural signal is kept
+
+
 def test_rows_sharing_a_persona_sentence_fold_together() -> None:
     """k-fold protocol: MemSyco rows reuse a persona's sentences, so rows sharing a (rare) sentence form one
     cluster that sits in one fold; boilerplate found in more than ``max_rows`` rows joins nothing."""

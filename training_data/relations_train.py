@@ -36,6 +36,8 @@ class RelationModelConfig(BaseModel):
     balance: float = Field(default=0.5, ge=0, le=1, description="Class weight = (1/frequency)^balance (0 = none).")
     pair_dims: int = Field(default=0, ge=0, le=768, description="With pair_embedding: project the pair vectors onto "
                            "their top principal axes (0 = keep all 2 x 384 columns).")
+    pair_l2: float | None = Field(default=None, ge=0, description="L2 penalty on the pair-vector columns only (None = "
+                                  "l2): they carry the personas a model can memorise.")
 
 
 class RelationTrainConfig(BaseModel):
@@ -161,7 +163,8 @@ def _cols(X: np.ndarray, m: RelationModelConfig) -> np.ndarray:
 def _params(m: RelationModelConfig, seed: int, width: int = 0) -> FitParams:
     pair_cols = width - len(STRUCT_NAMES) if m.pair_embedding and m.pair_dims else 0
     return FitParams(hidden=m.hidden, epochs=m.epochs, lr=m.lr, l2=m.l2, seed=seed, balance=m.balance,
-                     pair_dims=m.pair_dims if pair_cols > 0 else 0, pair_cols=max(0, pair_cols))
+                     pair_dims=m.pair_dims if pair_cols > 0 else 0, pair_cols=max(0, pair_cols),
+                     pair_l2=m.pair_l2 if m.pair_embedding else None, struct_cols=len(STRUCT_NAMES))
 
 
 def text_clusters(groups: np.ndarray, text_new: np.ndarray, text_old: np.ndarray, is_ms: np.ndarray,

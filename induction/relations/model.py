@@ -114,6 +114,9 @@ class FitParams:
     balance: float = 0.5  # class weight = (1/freq) ** balance
     pair_dims: int = 0  # > 0: the last ``pair_cols`` columns are projected onto their top ``pair_dims`` principal axes
     pair_cols: int = 0
+    # a separate L2 on the columns after the first ``struct_cols`` (the pair vectors), which memorise personas
+    pair_l2: float | None = None
+    struct_cols: int = 0
 
 
 def fit(X: np.ndarray, y: np.ndarray, p: FitParams, log: Any = None) -> RelationModel:
@@ -144,6 +147,9 @@ def fit(X: np.ndarray, y: np.ndarray, p: FitParams, log: Any = None) -> Relation
     m = {key: np.zeros_like(v) for key, v in params.items()}
     s = {key: np.zeros_like(v) for key, v in params.items()}
     b1_, b2_ = 0.9, 0.999
+    pen = np.full((d, 1), p.l2, dtype=np.float32)
+    if p.pair_l2 is not None and 0 < p.struct_cols < d:
+        pen[p.struct_cols:] = p.pair_l2
     for t in range(1, p.epochs + 1):
         if p.hidden:
             Hpre = Z @ params["W1"] + params["b1"]
@@ -152,10 +158,10 @@ def fit(X: np.ndarray, y: np.ndarray, p: FitParams, log: Any = None) -> Relation
         else:
             H, P = Z, _softmax(Z @ params["W2"] + params["b2"])
         G = (P - Y) * w[:, None] / n
-        grads = {"W2": H.T @ G + p.l2 * params["W2"], "b2": G.sum(axis=0)}
+        grads = {"W2": H.T @ G + (p.l2 * params["W2"] if p.hidden else pen * params["W2"]), "b2": G.sum(axis=0)}
         if p.hidden:
             GH = (G @ params["W2"].T) * (Hpre > 0)
-            grads["W1"] = Z.T @ GH + p.l2 * params["W1"]
+            grads["W1"] = Z.T @ GH + pen * params["W1"]
             grads["b1"] = GH.sum(axis=0)
         for key in params:
             m[key] = b1_ * m[key] + (1 - b1_) * grads[key]
