@@ -9,7 +9,7 @@ import pytest
 from graph.models import Fact, Relation
 from graph.rules import (change_evidenced, can_conflict, can_supersede, continues, corrects, derive_state,
                          derive_validity, has_cycle, holds_state, reverses,
-                         may_conflict, may_supersede, may_supersede_sibling, edge_kinds_allowed, instructs)
+                         may_conflict, may_supersede, may_supersede_sibling, edge_kinds_allowed, instructs, value_moved)
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 PAST = NOW - timedelta(days=1)
@@ -294,6 +294,12 @@ def test_may_supersede_sibling(nk: str, sk: str, nh: str, sh: str, ok: bool) -> 
     (["It's been tough, but I'm living my true self.", "Dancing makes me so happy, and now I get to share that."], False),
     (["Finding self-acceptance was a long process, but now I'm ready to offer support."], False),
     (["It was hard to admit, but I no longer enjoy jazz."], True),
+    # a "but" that opens a request or a worry turns against nothing (BEAM)
+    (["I've set up Flask-Login, but I'm not sure how to handle sessions."], False),
+    (["I agreed to stop at 10 PM, but how can I make sure I stick to this schedule?"], False),
+    (["I'm using Bootstrap 5.3.0, but I want to make sure the navbar is accessible."], False),
+    (["I tried fusion events, but they felt overproduced."], True),
+    (["I'm not sure how to say it, but I no longer enjoy jazz."], True),
     ([], False),
 ])
 def test_reverses(turn: list[str], ok: bool) -> None:
@@ -311,3 +317,14 @@ def test_reverses(turn: list[str], ok: bool) -> None:
 ])
 def test_continues(statement: str, ok: bool) -> None:
     assert continues(statement) is ok
+
+
+@pytest.mark.parametrize("statement,ok", [
+    ("My test coverage has recently improved to 78%, but I'm not sure what to test next.", True),
+    ("The error rate dropped from 12% to 4%.", True),
+    ("Response time went down to 250ms after caching.", True),
+    ("I improved my test coverage a lot.", False),
+    ("I grew up in Ohio.", False),
+])
+def test_value_moved(statement: str, ok: bool) -> None:
+    assert value_moved(statement) is ok
