@@ -207,11 +207,6 @@ _REVERSAL = re.compile(
     r"reali[sz](?:ed|e|ing)|not for me|(?:doesn't|does not|didn't|did not|don't) (?:feel right|work for me)|"
     r"(?:going|went|get|getting) back (?:to|into)|return(?:ing|ed)? to|actually|(?:have|'ve) since|prefer\w*|"
     r"more \w+(?: \w+)? (?:now|than)|than (?:before|I (?:used to|was|did)))\b", re.I)
-# A value that moved ("coverage has recently improved to 78%", "dropped from 12% to 4%") replaces the old
-# value: BEAM's knowledge updates are stated so. It replaces that fact only, not the rest of its turn.
-_VALUE_MOVED = re.compile(r"\b(?:improved|increased|decreased|dropped|reduced|grown|grew|risen|rose|fallen|fell|"
-                          r"gone (?:up|down)|went (?:up|down)|jumped|climbed|cut (?:it )?down) (?:\w+ )?(?:to|from) "
-                          r"(?:about |around |roughly )?\$?\d", re.I)
 # The statement says the earlier state persists or adds to it ("Still can't seem to find any dog-friendly
 # spots", "Now I want to help people go through it too", "I also love…"): it replaces nothing.
 _CONTINUES = re.compile(r"\b(?:still|too|also|as well|even more|more than ever|continu(?:e|es|ed|ing)|"
@@ -243,16 +238,6 @@ def reverses(statements: Iterable[str]) -> bool:
     False
     """
     return any(_REVERSAL.search(_BUT_ASKS.sub(" ", _CONCESSIVE.sub(" ", s))) for s in statements)
-
-
-def value_moved(statement: str) -> bool:
-    """Does the statement report a value that moved to or from a number? Evidence that it replaces the
-    statement of the old value (not the rest of that statement's turn).
-
-    >>> value_moved("My coverage has recently improved to 78%."), value_moved("I improved my coverage a lot.")
-    (True, False)
-    """
-    return bool(_VALUE_MOVED.search(statement))
 
 
 def continues(statement: str) -> bool:

@@ -192,17 +192,6 @@ def test_an_experience_is_replaced_only_on_a_cue_in_the_new_facts_own_sentence()
     assert adj.adjudicate(_resolution(own, old), Snapshot(user_id="u")).decisions[0].supersedes == ["old"]
 
 
-def test_a_value_that_moved_replaces_the_old_value() -> None:
-    """BEAM states its knowledge updates as moved values ("coverage has recently improved to 78%" after "I've
-    reached 65%"), with no contrast word: the moved value is the evidence of the change."""
-    adj = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig())
-    old = [_fact("old", "I've currently reached 65% test coverage.", "circumstance")]
-    moved = _cand("new", "My test coverage has recently improved to 78%.", "circumstance", seq=2, cues=())
-    assert adj.adjudicate(_resolution(moved, old), Snapshot(user_id="u")).decisions[0].supersedes == ["old"]
-    same = _cand("new", "My test coverage is something I keep working on.", "circumstance", seq=2, cues=())
-    assert adj.adjudicate(_resolution(same, old), Snapshot(user_id="u")).decisions[0].supersedes == []
-
-
 def test_questions_and_responses_never_supersede_or_get_superseded() -> None:
     adj = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig())
     ask = _cand("new", "How often are you able to go hiking now?", "preference", seq=2)

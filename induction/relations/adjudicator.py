@@ -18,7 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from graph.rules import (EVIDENCE_HOLDERS, change_evidenced, continues, corrects, holds_state, instructs,
-                         may_conflict, may_supersede, may_supersede_sibling, reverses, value_moved)
+                         may_conflict, may_supersede, may_supersede_sibling, reverses)
 from graph.snapshot import Snapshot
 from induction.adjudicate import Adjudication, Decision, RuleAdjudicator, _base
 from induction.extract import CandidateFact
@@ -179,11 +179,10 @@ class ModelAdjudicator:
                 # the assistant's explanations do not replace each other ("Hard Determinism: …" after
                 # "Determinism: …"); only a line that says it corrects does
                 fixes = c.holder != "assistant" or not fix or corrects(new.statement)
-                moved = value_moved(c.statement)  # "improved to 78%": replaces the old value, not its turn
                 said = [(change_evidenced(v.kind, own if was or v.kind in _HISTORY else change, shift,
                                           new.negation != v.negation, old_reports_change=was)
                          and not cont and fixes
-                         and (rev or moved or new.negation != v.negation or not cfg.change_needs_reversal))
+                         and (rev or new.negation != v.negation or not cfg.change_needs_reversal))
                         or not cfg.require_change_evidence for v, was in zip(views, reported)]
                 stateful = holds_state(new.statement)
                 own_rev = reverses([c.statement])
