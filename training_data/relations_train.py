@@ -92,6 +92,21 @@ def _in_val(group: str, seed: int, frac: float) -> bool:
     return h < frac
 
 
+# The code that turns sources into pairs: a change to any of it rebuilds the cached pairs, as a config change
+# does (a new synthetic family once reused stale pairs silently).
+_PAIR_CODE = ("training_data/relations.py", "training_data/relations_synthetic.py", "induction/relations/features.py",
+              "induction/relations/candidates.py", "induction/offline.py", "induction/evidence.py", "graph/rules.py")
+
+
+def _code_hash() -> str:
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for rel in _PAIR_CODE:
+        f = root / rel
+        h.update(f.read_bytes() if f.is_file() else rel.encode())
+    return h.hexdigest()[:16]
+
+
 _SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n"},
                   "memsyco": {"memsyco_root", "memsyco_max_rows", "memsyco_heldout", "memsyco_continuations"},
                   "locomo": {"locomo", "locomo_max_pairs", "locomo_sessions", "locomo_skip_sessions",
@@ -109,7 +124,8 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
     emb: Any = None
     parts: list[dict[str, Any]] = []
     for name, fields in _SOURCE_FIELDS.items():
-        keyed = cfg.model_dump(include=fields | {"min_similarity", "max_candidates"}) | {"features": list(STRUCT_NAMES)}
+        keyed = cfg.model_dump(include=fields | {"min_similarity", "max_candidates"}) | {"features": list(STRUCT_NAMES),
+                                                                                          "code": _code_hash()}
         key = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:16]
         cache = out / f"pairs-{name}.npz"
         if cache.is_file():
