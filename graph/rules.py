@@ -221,7 +221,7 @@ _CONCESSIVE = re.compile(r"\b(?:tough|hard|difficult|a long process|a lot to tak
 
 # A "but" that opens a request or a worry turns against nothing the person held ("I've set up Flask-Login,
 # but I'm not sure how to handle sessions", "…, but how can I make sure I stick to it?"): on BEAM almost
-# every user turn has one, and 38 of 45 SUPERSEDES edges there were wrong.
+# every user turn has one (it removed 6 of BEAM's 42 SUPERSEDES edges; 5 of them were wrong).
 _BUT_ASKS = re.compile(r"\bbut (?:I'?m (?:not sure|having (?:some )?trouble|kinda (?:worried|stuck|confused)|"
                        r"worried|stuck|confused|wondering)|I (?:want|need|would like|'d like) to (?:make sure|know|"
                        r"understand|ensure)|I don'?t (?:know|understand)|how|what|which|why|should I|can (?:I|you)|"
@@ -298,8 +298,8 @@ _INSTRUCTION = re.compile(
 
 
 # The assistant's own lines are advice, drafts and explanations written for the person, not independent
-# evidence: on BEAM all 27 assistant lines the model set against a user restated or answered that user's
-# request ("Error Handling: Specific error handling for HTTP 401…"). The assistant disputes a person only
+# evidence: on BEAM every assistant line read (27 of 89) that the model set against a user restated or
+# answered the user's request ("Error Handling: Specific error handling for HTTP 401…"). The assistant disputes a person only
 # when it says it corrects; a retrieved document (MemSyco's evidence) disputes on the model's word.
 _CORRECTION = re.compile(
     r"\b(?:actually|in fact|in reality|contrary to|(?:common |popular |widespread )?(?:misconception|myth)s?|"
