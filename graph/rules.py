@@ -299,8 +299,9 @@ _INSTRUCTION = re.compile(
 
 # The assistant's own lines are advice, drafts and explanations written for the person, not independent
 # evidence: on BEAM every assistant line read (27 of 89) that the model set against a user restated or
-# answered the user's request ("Error Handling: Specific error handling for HTTP 401…"). The assistant disputes a person only
-# when it says it corrects; a retrieved document (MemSyco's evidence) disputes on the model's word.
+# answered the user's request ("Error Handling: Specific error handling for HTTP 401…"). The assistant
+# disputes a person only when it says it corrects; a retrieved document (MemSyco's evidence) disputes on
+# the model's word.
 _CORRECTION = re.compile(
     r"\b(?:actually|in fact|in reality|contrary to|(?:common |popular |widespread )?(?:misconception|myth)s?|"
     r"(?:isn't|aren't|wasn't|weren't|is not|are not|was not|were not|not) (?:quite |entirely |actually |really )?"
