@@ -90,12 +90,19 @@ def load_shipped_policy(cfg: ModelEndpointConfig, max_tokens: int = 512) -> Poli
 
 
 def probe_answer_model(model: ChatModel) -> None:
-    """Fail fast on an answer server that cannot be reached: one ``GET /models`` for a model behind HTTP
-    (raises ChatError), nothing for an in-process one. A one-shot command calls it before loading the
-    policy, so a dead server is reported before minutes of policy loading, not after."""
+    """Fail fast on an answer server that cannot be reached: one ``GET /models`` for a model behind HTTP,
+    nothing for an in-process one. A one-shot command calls it before loading the policy, so a dead
+    server is reported before minutes of policy loading, not after. Only "cannot connect" and "timed
+    out" raise: a server that answers at all (even without a model list) is left to the real call."""
     list_models = getattr(model, "models", None)
-    if callable(list_models):
+    if not callable(list_models):
+        return
+    try:
         list_models()
+    except ChatError as e:
+        if e.kind in ("connection", "timeout"):
+            raise
+        log.debug("answer server probe: %s (reachable; continuing)", e)
 
 
 def build_models(models: ModelsConfig, pipeline: PipelineConfig | None = None,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from evomem.cli import build_parser, main
-from servers import free_port
+from servers import FaultServer, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -169,3 +169,7 @@ def test_a_dead_answer_server_is_reported_before_the_policy_loads(monkeypatch: p
         pipeline.build_models(ModelsConfig.from_env({}, answer=dead), probe=True)
     with pytest.raises(AssertionError, match="before the answer server"):  # without the probe: policy first
         pipeline.build_models(ModelsConfig.from_env({}, answer=dead))
+    with FaultServer("ok") as fs:  # reachable, but GET /models is no model list: the probe lets it through
+        up = {"kind": "openai", "base_url": fs.url, "model": "m", "max_retries": 0}
+        with pytest.raises(AssertionError, match="before the answer server"):
+            pipeline.build_models(ModelsConfig.from_env({}, answer=up), probe=True)
