@@ -317,4 +317,3 @@ def test_reverses(turn: list[str], ok: bool) -> None:
 ])
 def test_continues(statement: str, ok: bool) -> None:
     assert continues(statement) is ok
-

@@ -92,18 +92,20 @@ def _in_val(group: str, seed: int, frac: float) -> bool:
     return h < frac
 
 
-# The code that turns sources into pairs: a change to any of it rebuilds the cached pairs, as a config change
-# does (a new synthetic family once reused stale pairs silently).
-_PAIR_CODE = ("training_data/relations.py", "training_data/relations_synthetic.py", "induction/relations/features.py",
-              "induction/relations/candidates.py", "induction/offline.py", "induction/evidence.py", "graph/rules.py")
+# The code that turns sources into pairs (the builders, the whole offline extractor, the rules its features
+# read): a change to any of it rebuilds the cached pairs, as a config change does (a new synthetic family once
+# reused stale pairs silently).
+_PAIR_CODE = ("training_data/relations.py", "training_data/relations_synthetic.py", "induction", "graph/rules.py")
 
 
 def _code_hash() -> str:
     root = Path(__file__).resolve().parents[1]
     h = hashlib.sha256()
     for rel in _PAIR_CODE:
-        f = root / rel
-        h.update(f.read_bytes() if f.is_file() else rel.encode())
+        p = root / rel
+        for f in sorted(p.rglob("*.py")) if p.is_dir() else [p]:
+            h.update(f.relative_to(root).as_posix().encode())
+            h.update(f.read_bytes() if f.is_file() else b"")
     return h.hexdigest()[:16]
 
 
@@ -123,9 +125,10 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     emb: Any = None
     parts: list[dict[str, Any]] = []
+    code = _code_hash()
     for name, fields in _SOURCE_FIELDS.items():
         keyed = cfg.model_dump(include=fields | {"min_similarity", "max_candidates"}) | {"features": list(STRUCT_NAMES),
-                                                                                          "code": _code_hash()}
+                                                                                          "code": code}
         key = hashlib.sha256(json.dumps(keyed, sort_keys=True).encode()).hexdigest()[:16]
         cache = out / f"pairs-{name}.npz"
         if cache.is_file():
