@@ -108,7 +108,11 @@ def open_cached(benchmark: Literal["locomo", "beam"], data: str | None = None, s
     settings = opts.settings()
     settings.store.path = str(Path(store) / "store")
     eps = locomo.locomo_episodes(data) if benchmark == "locomo" else beam.beam_episodes(data, user_prefix="beam-")
-    return Memory.from_settings(settings), opts, eps
+    mem = Memory.from_settings(settings)
+    # the eval retrieves with its own K (_run_dialogue); so must the scripts that reread its store, or a
+    # plain mem.retrieve() reads the settings' default K = 10 seeds instead of the eval's 50
+    mem.retrieval = mem.retrieval.model_copy(update={"k": k})
+    return mem, opts, eps
 
 
 def _endpoint(url: str | None, model: str, timeout: float) -> Any:
