@@ -331,6 +331,19 @@ def _follow_merges(snap: Snapshot, cid: str) -> str:
     return cid
 
 
+def _restated_turns(res: Resolution, adj: Adjudication, kept: set[str], new: set[str]) -> dict[str, tuple[str, ...]]:
+    """Per new fact, the turns of this session that said it again (its duplicates that passed validation):
+    the repeat is dropped, but its turn still said the fact, so the fact cites it too — a turn whose only
+    sentence repeats an earlier one would otherwise have no fact, and no route could reach it (BEAM users
+    paste the same message twice). Stored facts keep their turns: a committed fact does not change."""
+    by_id = res.by_id()
+    out: dict[str, tuple[str, ...]] = {}
+    for d in adj.decisions:
+        if d.label == "duplicate" and d.fact_id in kept and d.duplicate_of in new and d.fact_id in by_id:
+            out[d.duplicate_of] = out.get(d.duplicate_of, ()) + by_id[d.fact_id].candidate.source_turn_ids
+    return out
+
+
 def to_edits(snap: Snapshot, res: Resolution, adj: Adjudication, session_id: str,
              keep: Sequence[str] | None = None) -> list[OntologyEdit]:
     """Concepts first (CREATE, then MERGE/SPLIT), then ATTACH every new fact, then SUPERSEDE/CONFLICT.
@@ -362,9 +375,12 @@ def to_edits(snap: Snapshot, res: Resolution, adj: Adjudication, session_id: str
         cid = split_child.get((cid, by_id[d.fact_id].candidate.kind), cid)
         target_of[d.fact_id] = cid
     edits.extend(adj.concept_ops)
+    restated = _restated_turns(res, adj, kept, {d.fact_id for d in new})
     for d in new:
         r = by_id[d.fact_id]
         cand = r.candidate.model_copy(update={"kind": d.kind}) if d.kind else r.candidate
+        if d.fact_id in restated:
+            cand = cand.model_copy(update={"source_turn_ids": tuple(dict.fromkeys(cand.source_turn_ids + restated[d.fact_id]))})
         edits.append(AttachFact(fact=cand.to_fact(user, session_id), concept_id=target_of[d.fact_id],
                                 embedding=r.embedding))
     present = set(snap.facts) | {d.fact_id for d in new}

@@ -114,6 +114,20 @@ def test_duplicates_are_not_stored_twice(mem: Memory) -> None:
     assert counts(mem.store, "maya")["Fact"] == 1
 
 
+def test_a_statement_repeated_in_a_later_turn_cites_both_turns(mem: Memory) -> None:
+    # The repeat is not stored twice, but its turn said the fact: the fact cites it, so a route that
+    # finds the later turn finds the fact (BEAM users paste a message twice; the gold cites either).
+    s = sess("s1", "I am allergic to peanuts.", "Noted.", "I am allergic to peanuts.", "Got it.",
+             roles=("user", "assistant", "user", "assistant"))
+    rep = Ingestor(mem, OfflineExtractor()).ingest(s)
+    snap = mem.store.load_snapshot("maya")
+    (fact,) = [f for f in snap.facts.values() if f.holder == "user"]
+    assert rep.duplicates == 1 and fact.source_turn_ids == ("s1:0", "s1:2")
+    # a stored fact keeps its turns: the same words in a later session add no citation
+    Ingestor(mem, OfflineExtractor()).ingest(sess("s2", "I am allergic to peanuts.", at="2025-09-01T10:00:00Z"))
+    assert mem.store.load_snapshot("maya").facts[fact.fact_id].source_turn_ids == ("s1:0", "s1:2")
+
+
 def test_within_session_update_and_never_across_holders(mem: Memory) -> None:
     s = sess("s1", "I really love spicy ramen for lunch every day.", "Noted.",
              "Lately I no longer love spicy ramen for lunch every day.", "I really love spicy ramen for lunch every day.",
