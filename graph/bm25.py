@@ -6,6 +6,8 @@ import math
 import re
 from collections import Counter
 from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
 
 _WORD = re.compile(r"\w+")
 
@@ -21,10 +23,28 @@ def tokenize(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
 
 
+@lru_cache(maxsize=200_000)
+def stem(word: str) -> str:
+    """Porter stem (NLTK, as the LoCoMo scorer uses): "started"/"starting" -> "start", "paintings" -> "paint"."""
+    return str(_porter().stem(word))
+
+
+@lru_cache(maxsize=1)
+def _porter() -> Any:
+    from nltk.stem import PorterStemmer
+
+    return PorterStemmer()
+
+
+def terms(text: str, stemmed: bool = True) -> list[str]:
+    """What BM25 indexes and matches: ``tokenize``'s words, Porter-stemmed unless ``stemmed`` is off."""
+    return [stem(w) for w in tokenize(text)] if stemmed else tokenize(text)
+
+
 class BM25:
-    def __init__(self, docs: Sequence[str], k1: float = 1.2, b: float = 0.75):
-        self.k1, self.b = k1, b
-        self.tfs = [Counter(tokenize(d)) for d in docs]
+    def __init__(self, docs: Sequence[str], k1: float = 1.2, b: float = 0.75, stemmed: bool = True):
+        self.k1, self.b, self.stemmed = k1, b, stemmed
+        self.tfs = [Counter(terms(d, stemmed)) for d in docs]
         self.lens = [sum(tf.values()) for tf in self.tfs]
         self.avg = (sum(self.lens) / len(self.lens)) if self.lens else 0.0
         df: Counter[str] = Counter()
@@ -42,7 +62,7 @@ class BM25:
     def sparse_scores(self, query: str) -> dict[int, float]:
         """Non-zero scores only, by document index; each distinct query word counts once."""
         out: dict[int, float] = {}
-        for w in dict.fromkeys(tokenize(query)):
+        for w in dict.fromkeys(terms(query, self.stemmed)):
             idf = self.idf.get(w)
             if idf is None:
                 continue

@@ -43,6 +43,9 @@ class RetrievalConfig(BaseModel):
                                           "(ablation: leave one out).")
     route_weights: dict[str, float] = Field(default_factory=dict, description="Per-route RRF weight (default 1.0).")
     route_candidates: int = Field(default=50, ge=1, description="Facts each route contributes before fusion.")
+    instruction_limit: int = Field(default=5, ge=0, description=(
+        "Standing instructions the instruction route hands on per request, nearest first: five short lines "
+        "are about a sixth of a 600-token context."))
     holder_weights: dict[str, float] = Field(default_factory=lambda: {"assistant": 0.5}, description=(
         "Fused-score factor by fact holder: what the assistant said counts as evidence but ranks below "
         "what the user said at equal route support, so assistant chatter cannot crowd out user facts."))
@@ -152,7 +155,8 @@ def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] 
     """Seeds from every configured route, fused; also each route's time in ms."""
     allowed = None if allowed_ids is None else np.array([i in allowed_ids for i in index.ids], dtype=bool)
     qv = None if query_embedding is None else np.asarray(query_embedding, dtype=np.float32)
-    ctx = RouteContext(index, query, qv, allowed, cfg.route_candidates, resolve_references="context" in cfg.routes)
+    ctx = RouteContext(index, query, qv, allowed, cfg.route_candidates, resolve_references="context" in cfg.routes,
+                       instruction_limit=cfg.instruction_limit)
     hits: dict[str, list[tuple[str, float, int]]] = {}
     ms: dict[str, float] = {}
     for name in cfg.routes:

@@ -335,6 +335,25 @@ def instructs(statement: str) -> bool:
     return bool(_INSTRUCTION.match(statement.strip()))
 
 
+# A standing instruction: a person tells the assistant how to answer from now on ("Always include version
+# numbers when I ask about libraries", "Never use jargon", "From now on, reply in French"). It applies to
+# every later request on its topic, so retrieval gives it a route of its own (graph/routes/rank.py).
+_STANDING = re.compile(
+    r"^(?:please\s+)?(?:always|never|from now on|going forward|whenever I ask|every time I ask)\b"
+    r"|\b(?:when(?:ever)?|each time|every time) I ask (?:you )?(?:about|for|how|what|to)\b", re.I)
+
+
+def standing_instruction(statement: str) -> bool:
+    """True for a person's standing instruction about how to answer later requests.
+
+    >>> standing_instruction("Always include version numbers when I ask about software dependencies.")
+    True
+    >>> standing_instruction("I've never used Zotero."), standing_instruction("I always run in the morning.")
+    (False, False)
+    """
+    return bool(_STANDING.search(statement.strip()))
+
+
 def derive_validity(
     fact: Fact,
     incoming_supersedes_from: Iterable[Fact],

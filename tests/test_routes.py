@@ -266,3 +266,51 @@ def test_the_store_seed_path_weighs_holders_too(tmp_path: Path) -> None:
     half = {s.fact_id: s.score for s in retrieve(store, "ada", q, qv, RetrievalConfig()).explain.seeds}  # assistant 0.5
     assert half["ada:a"] == pytest.approx(even["ada:a"] * 0.5) and half["ada:u"] == pytest.approx(even["ada:u"])
     store.close()
+
+
+def _index(facts: list[Fact], turns: list[tuple[str, str, str]]):  # type: ignore[no-untyped-def]
+    from graph.routes.index import build_index
+
+    return build_index(Snapshot(user_id="u", facts={f.fact_id: f for f in facts}), turns, "v1", None)
+
+
+def test_a_turn_that_repeats_an_earlier_one_takes_no_turn_rank() -> None:
+    from graph.routes.rank import RouteContext
+
+    said = "my sprint two deadline is April nineteen"
+    facts = [Fact(fact_id="a", user_id="u", statement=said, source_turn_ids=("t1", "t2")),
+             Fact(fact_id="b", user_id="u", statement="sprint planning", source_turn_ids=("t3",))]
+    turns = [("t1", "user", said), ("t2", "user", said), ("t3", "user", "sprint planning for April")]
+    hits = RouteContext(_index(facts, turns), "sprint deadline April", None, None, 10).run("turn_bm25")
+    # t2 hands "a" nothing new, so "b" keeps the second rank (it had the third when t2 consumed one)
+    assert [(f, r) for f, _, r in hits] == [("a", 1), ("b", 2)]
+
+
+@pytest.mark.parametrize("statement, standing", [
+    ("Always include version numbers when I ask about software dependencies.", True),
+    ("Never use jargon in your answers.", True),
+    ("Please always reply in French.", True),
+    ("From now on, keep answers under 100 words.", True),
+    ("Keep it short whenever I ask about recipes.", True),
+    ("I always run in the morning.", False),
+    ("I've never used Zotero.", False),
+    ("I asked about the deadline when we met.", False),
+])
+def test_standing_instruction(statement: str, standing: bool) -> None:
+    from graph.rules import standing_instruction
+
+    assert standing_instruction(statement) is standing
+
+
+def test_the_instruction_route_ranks_only_a_persons_standing_instructions() -> None:
+    from graph.routes.rank import RouteContext
+
+    facts = [Fact(fact_id="i1", user_id="u", statement="Always use bullet points when I ask about my resume."),
+             Fact(fact_id="i2", user_id="u", statement="Always give dates as Month Day, Year when I ask about deadlines."),
+             Fact(fact_id="x", user_id="u", statement="I updated my resume last week."),
+             Fact(fact_id="a", user_id="u", holder="assistant", statement="Always use bullet points for resumes.")]
+    idx = _index(facts, [])
+    v = {"i1": [1.0, 0.0], "i2": [0.0, 1.0], "x": [1.0, 0.0], "a": [1.0, 0.0]}
+    idx.fmat = np.asarray([v[i] for i in idx.ids], dtype=np.float32)
+    hits = RouteContext(idx, "How should I format my resume?", np.asarray([0.9, 0.1]), None, 10).run("instruction")
+    assert [f for f, _, _ in hits] == ["i1", "i2"]  # the nearest first; not the plain fact, not the assistant's advice

@@ -26,6 +26,7 @@ import numpy as np
 from graph.bm25 import BM25, tokenize
 from graph.models import Fact, Relation, as_utc
 from graph.routes.clusters import centroids, leader_kmeans
+from graph.rules import EVIDENCE_HOLDERS, standing_instruction
 from graph.snapshot import Snapshot
 from graph.store import GraphStore
 
@@ -108,6 +109,8 @@ class RouteIndex:
     # that refers back ("the situation we discussed") can be resolved to the latest turn (context.py).
     turn_role: list[str] = field(default_factory=list)
     turn_recency: list[tuple[float, int]] = field(default_factory=list)
+    # rows of a person's standing instructions ("Always … when I ask about …"): the instruction route
+    instruction_rows: list[int] = field(default_factory=list)
     # Per row, computed on first use (only a config with ``min_information`` reads it): see information.
     _information: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -206,7 +209,9 @@ def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: st
                       row=row, relations_of=relations_of, concept_of=dict(snap.fact_concept),
                       concept_paths={f: paths[c] for f, c in snap.fact_concept.items()},
                       turn_role=[t[1] for t in turns],
-                      turn_recency=[_turn_recency(t[0], turn_facts[t[0]], ids, facts, turn_when) for t in turns])
+                      turn_recency=[_turn_recency(t[0], turn_facts[t[0]], ids, facts, turn_when) for t in turns],
+                      instruction_rows=[n for n, i in enumerate(ids) if facts[i].holder not in EVIDENCE_HOLDERS
+                                        and standing_instruction(facts[i].statement)])
 
 
 def _turn_recency(turn_id: str, rows: list[int], ids: list[str], facts: dict[str, Fact],

@@ -11,6 +11,8 @@ that turn's rank). ``allowed`` (a boolean row mask, or None) hides facts outside
   names (rarer names weigh more).
 - time: facts dated inside the window the request names ("in May 2023", "last week" against the
   latest session date), by cosine.
+- instruction: the user's standing instructions ("Always … when I ask about …", ``graph.rules.standing_instruction``),
+  nearest first, at most ``instruction_limit``: like custom instructions they ride along with every request.
 - context: only for a request that refers back ("the situation we discussed"): the latest user turn's
   facts, then the user's standing states nearest it; such a request is also read by every other route
   with that turn resolved into it (context.py).
@@ -28,16 +30,20 @@ from graph.routes.context import Referent, context_hits, resolve
 from graph.routes.index import RouteIndex, entities_of
 from graph.routes.timeq import time_window
 
-RouteName = Literal["fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "entity", "time", "context"]
+RouteName = Literal["fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "entity", "time", "context",
+                    "instruction"]
 # The default routes. "entity" stays selectable (RetrievalConfig.routes) but is off: left out in the
 # same run it changed LoCoMo complete by 0.001 and BEAM by 0.000 (docs/results/retrieval-routes.md),
 # and a route that contributes nothing on any benchmark does not ship. To add a route: its name in
 # RouteName and here, and a RouteContext method of that name (it may call into its own module).
-ROUTES: tuple[RouteName, ...] = ("fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "time", "context")
+ROUTES: tuple[RouteName, ...] = ("fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "time", "context",
+                                 "instruction")
 # Fusion weight of a route when RetrievalConfig.route_weights does not name it (1.0 otherwise). The
 # context route fires only for a request that refers back, and then it is the one route that knows
-# what the request is about.
-DEFAULT_ROUTE_WEIGHTS: dict[str, float] = {"context": 6.0}
+# what the request is about. A standing instruction ("Always … when I ask about …") rules every later
+# answer on its topic but rarely shares the request's words, so its route counts double: at 1.0 BEAM
+# instruction-following gained one question, at 2.0 four, at 3.0 four (docs/results/retrieval-routes.md).
+DEFAULT_ROUTE_WEIGHTS: dict[str, float] = {"context": 6.0, "instruction": 2.0}
 Hit = tuple[str, float, int]
 Mask = np.ndarray | None
 
@@ -65,7 +71,8 @@ class RouteContext:
     """One request against one index; the fact cosines are computed once and shared by the routes."""
 
     def __init__(self, idx: RouteIndex, query: str, qv: np.ndarray | None, allowed: Mask, n: int,
-                 resolve_references: bool = True):
+                 resolve_references: bool = True, instruction_limit: int = 5):
+        self.instruction_limit = instruction_limit
         # Unchanged unless it refers back ("the situation we discussed"); off with the context route.
         self.referent: Referent | None = None
         if resolve_references:
@@ -105,10 +112,15 @@ class RouteContext:
         out: list[Hit] = []
         fs = self.fsims
         ids, rows_of, allowed = self.idx.ids, self.idx.turn_rows, self.allowed
-        for k, (t, score) in enumerate(ranked, start=1):
-            rows = rows_of[t]
-            if allowed is not None:
-                rows = [r for r in rows if allowed[r]]
+        seen: set[int] = set()
+        k = 0
+        for t, score in ranked:
+            # a turn whose facts all came with a better turn (a message said twice) takes no rank
+            rows = [r for r in rows_of[t] if r not in seen and (allowed is None or allowed[r])]
+            if not rows:
+                continue
+            k += 1
+            seen.update(rows)
             if fs is not None and len(rows) > 1:
                 rows = sorted(rows, key=lambda r: -float(fs[r]))
             out.extend((ids[r], score, k) for r in rows)
@@ -163,6 +175,12 @@ class RouteContext:
         with np.errstate(invalid="ignore"):
             rows = np.flatnonzero((self.idx.times >= lo) & (self.idx.times < hi))
         return self._by_cosine(rows)
+
+    def instruction(self) -> list[Hit]:
+        # a standing instruction is a rule for later answers, not a claim: the request rarely shares its
+        # words ("How should I design my resume?" / "Always keep a minimalist style when I ask about resume
+        # design"), so among the user's few instructions the nearest gets its own rank
+        return self._by_cosine(np.asarray(self.idx.instruction_rows, dtype=int))[: self.instruction_limit]
 
     def context(self) -> list[Hit]:
         return context_hits(self.idx, self.referent, self.allowed, self.n)
