@@ -7,19 +7,12 @@ import re
 import string
 from collections import Counter
 from collections.abc import Sequence
-from functools import lru_cache
-from typing import Any
+
+# The LoCoMo scorer stems with NLTK's Porter stemmer (its default NLTK_EXTENSIONS mode); so does BM25: one stemmer.
+from graph.bm25 import stem
 
 _ARTICLES = re.compile(r"\b(a|an|the|and)\b")
 _PUNCT = str.maketrans("", "", string.punctuation)
-
-
-@lru_cache(maxsize=1)
-def _stemmer() -> Any:
-    # The LoCoMo scorer stems with NLTK's Porter stemmer (its default NLTK_EXTENSIONS mode); so do we.
-    from nltk.stem import PorterStemmer
-
-    return PorterStemmer()
 
 
 def normalize_answer(text: str) -> str:
@@ -32,14 +25,8 @@ def normalize_answer(text: str) -> str:
     return " ".join(_ARTICLES.sub(" ", s).split())
 
 
-@lru_cache(maxsize=200_000)
-def _stem(word: str) -> str:
-    # Cached: a retrieval eval stems every context it renders, and contexts repeat their words.
-    return str(_stemmer().stem(word))
-
-
 def _tokens(text: str) -> list[str]:
-    return [_stem(w) for w in normalize_answer(text).split()]
+    return [stem(w) for w in normalize_answer(text).split()]
 
 
 def answer_recall(context: str, gold: str) -> float | None:
