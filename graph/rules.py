@@ -340,6 +340,8 @@ def instructs(statement: str) -> bool:
 # every later request on its topic, so retrieval gives it a route of its own (graph/routes/rank.py).
 _STANDING = re.compile(
     r"^(?:please\s+)?(?:always|never|from now on|going forward|whenever I ask|every time I ask)\b"
+    # "Never been to Japan", "Always loved jazz": a clipped statement about oneself, not an order
+    r"(?!,?\s+(?:been|had|was|were|did|have|seen|tried|thought|knew|gone|really|loved|liked|felt|wanted)\b)"
     r"|\b(?:when(?:ever)?|each time|every time) I ask (?:you )?(?:about|for|how|what|to)\b", re.I)
 
 

@@ -295,6 +295,8 @@ def test_a_turn_that_repeats_an_earlier_one_takes_no_turn_rank() -> None:
     ("I always run in the morning.", False),
     ("I've never used Zotero.", False),
     ("I asked about the deadline when we met.", False),
+    ("Never been to Japan, but I'd love to go.", False),
+    ("Always loved jazz since I was a kid.", False),
 ])
 def test_standing_instruction(statement: str, standing: bool) -> None:
     from graph.rules import standing_instruction
