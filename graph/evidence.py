@@ -19,6 +19,8 @@ class SeedHit(BaseModel):
     dense_score: float | None = None
     text_rank: int | None = None
     text_score: float | None = None
+    window: bool = Field(default=False, description=(
+        "Added by the neighbour route around a matched seed, on top of K (graph/routes/rank.py)."))
 
 
 class EvidenceItem(BaseModel):

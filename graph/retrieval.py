@@ -25,14 +25,14 @@ from graph.evidence import Explain as Explain
 from graph.evidence import SeedHit as SeedHit
 from graph.models import Fact, Relation, RelationalState, utcnow
 from graph.routes.index import InformationMeasure, RouteIndex
-from graph.routes.rank import DEFAULT_ROUTE_WEIGHTS, ROUTES, RouteContext, RouteName
+from graph.routes.rank import DEFAULT_ROUTE_WEIGHTS, ROUTES, SECOND_PASS, RouteContext, RouteName
 from graph.rules import derive_state
 from graph.store import GraphStore, Subgraph
 
 
 class RetrievalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    k: int = Field(default=10, ge=1, le=1000, description="Number of seed facts.")
+    k: int = Field(default=10, ge=1, le=1000, description="Number of seed facts (the neighbour route adds its new ones on top).")
     dense_candidates: int = Field(default=50, ge=1, description="Vector hits considered before fusion.")
     text_candidates: int = Field(default=50, ge=0, description="BM25/full-text hits considered before fusion (0 = off).")
     rrf_k: int = Field(default=60, ge=1, description="Reciprocal-rank-fusion constant.")
@@ -69,6 +69,12 @@ class RetrievalConfig(BaseModel):
     information_measure: InformationMeasure = Field(default="sum", description=(
         "What ``min_information`` compares: the summed IDF of a fact's content words ('sum') or the IDF "
         "of its rarest one ('max', which does not starve terse, specific facts)."))
+    neighbour_seeds: int = Field(default=5, ge=0, description=(
+        "Best first-pass seeds whose surrounding turns the neighbour route hands on: a question names "
+        "the setup and the answer follows it, so the first few seeds' surroundings are worth a rank."))
+    neighbour_span: int = Field(default=2, ge=1, le=8, description=(
+        "Places before and after a seed's turn, in its session, that the neighbour route reads (2: the "
+        "reply and the speaker's own next turn in a two-party chat)."))
     session_redundancy: float = Field(default=1.0, gt=0, le=1, description=(
         "Fused-score factor per better-ranked seed from the same session (1 = off): evidence that spans "
         "sessions (multi-hop questions) is not crowded out by one session's near-duplicates."))
@@ -160,6 +166,8 @@ def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] 
     hits: dict[str, list[tuple[str, float, int]]] = {}
     ms: dict[str, float] = {}
     for name in cfg.routes:
+        if name in SECOND_PASS:
+            continue
         t = time.perf_counter()
         hits[name] = ctx.run(name)
         ms[f"route_{name}"] = (time.perf_counter() - t) * 1e3
@@ -170,8 +178,23 @@ def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] 
         hits["feedback"] = ctx.feedback([index.row[s.fact_id] for s in seeds[: cfg.feedback_seeds]])
         ms["route_feedback"] = (time.perf_counter() - t) * 1e3
         holder_of |= {fid: index.facts[fid].holder for fid, _, _ in hits["feedback"]}
-        fcfg = cfg.model_copy(update={"route_weights": {"feedback": cfg.feedback_weight} | cfg.route_weights})
-        seeds = fuse_routes(hits, fcfg, holder_of, index.facts, content_prior(index, holder_of, cfg))
+        cfg = cfg.model_copy(update={"route_weights": {"feedback": cfg.feedback_weight} | cfg.route_weights})
+        seeds = fuse_routes(hits, cfg, holder_of, index.facts, content_prior(index, holder_of, cfg))
+    if "neighbour" in cfg.routes:
+        # fused again with the first pass's ranks: a neighbour earns its place by its seed's rank
+        t = time.perf_counter()
+        hits["neighbour"] = ctx.neighbour([index.row[s.fact_id] for s in seeds[: cfg.neighbour_seeds]],
+                                          cfg.neighbour_span)
+        if hits["neighbour"]:
+            holder_of |= {fid: index.facts[fid].holder for fid, _, _ in hits["neighbour"]}
+            # K widens by the neighbours that were not seeds, so no first-pass seed leaves the bundle: a
+            # window around a match is added to it, as traversal adds partners (at K = 10 a one-session
+            # store's neighbours otherwise displaced the seeds that mattered: MemSyco evidence rows)
+            first = {s.fact_id for s in seeds}
+            wide = cfg.model_copy(update={"k": cfg.k + len({f for f, _, _ in hits["neighbour"]} - first)})
+            seeds = fuse_routes(hits, wide, holder_of, index.facts, content_prior(index, holder_of, cfg))
+            seeds = [s if s.fact_id in first else s.model_copy(update={"window": True}) for s in seeds]
+        ms["route_neighbour"] = (time.perf_counter() - t) * 1e3
     return seeds, ms
 
 

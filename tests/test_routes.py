@@ -178,12 +178,16 @@ def test_traversal_from_the_route_index_pairs_updates(tmp_path: Path) -> None:
     vacation_user(store)
     mem = Memory(store, EMB)
     b = mem.retrieve("maya", "beach trips for holidays", k=1)
-    states = {i.fact.fact_id: i.state.validity for i in b.items}
+    window = {s.fact_id for s in b.explain.seeds if s.window}
+    states = {i.fact.fact_id: i.state.validity for i in b.items if i.fact.fact_id not in window}
     assert states == {"maya:beach": "current", "maya:hiking": "superseded"}
+    # the next turn joins as a window seed; the turn before is beach's replaced partner: traversal's
+    assert window == {"maya:knee"} and [s.fact_id for s in b.explain.seeds if not s.window] == ["maya:beach"]
     assert b.explain.added_by_traversal == ["maya:hiking"] and b.items[0].state.concept_path == ("memory", "travel")
-    assert {i.fact.fact_id for i in mem.retrieve("maya", "beach trips for holidays", k=1, traverse=False).items} == {"maya:beach"}
+    assert {i.fact.fact_id for i in mem.retrieve("maya", "beach trips for holidays", k=1, traverse=False).items} == {"maya:beach", "maya:knee"}
     old = mem.retrieve("maya", "hiking trips", k=1, allowed_ids=frozenset({"maya:hiking", "maya:knee"}))
-    assert {i.fact.fact_id: i.state.validity for i in old.items} == {"maya:hiking": "current"}
+    # before beach existed, hiking was current; its window reaches knee (two turns on) but not the hidden beach
+    assert {i.fact.fact_id: i.state.validity for i in old.items} == {"maya:hiking": "current", "maya:knee": "current"}
     store.close()
 
 
@@ -316,3 +320,67 @@ def test_the_instruction_route_ranks_only_a_persons_standing_instructions() -> N
     idx.fmat = np.asarray([v[i] for i in idx.ids], dtype=np.float32)
     hits = RouteContext(idx, "How should I format my resume?", np.asarray([0.9, 0.1]), None, 10).run("instruction")
     assert [f for f, _, _ in hits] == ["i1", "i2"]  # the nearest first; not the plain fact, not the assistant's advice
+
+
+def _placed_index(facts: list[Fact], turns: list[tuple[str, str, str, str, int]]):  # type: ignore[no-untyped-def]
+    """An index whose turns carry (session, position): (turn_id, role, text, session, seq)."""
+    from graph.routes.index import build_index
+
+    return build_index(Snapshot(user_id="u", facts={f.fact_id: f for f in facts}), [t[:3] for t in turns], "v1", None,
+                       turn_when={t[0]: (None, t[4]) for t in turns}, turn_session={t[0]: t[3] for t in turns})
+
+
+def _chat() -> tuple[list[Fact], list[tuple[str, str, str, str, int]]]:
+    said = [("s1", 0, "Audrey", "At the park one of my pups pulled so hard the leash busted."),
+            ("s1", 1, "Andrew", "Oh no, is she okay?"),
+            ("s1", 2, "Audrey", "I petted and hugged the pup, then we slowly walked home."),
+            ("s1", 3, "Andrew", "Glad she is fine."),
+            ("s2", 1, "Audrey", "New collars arrived today.")]
+    facts, turns = [], []
+    for sess, seq, who, text in said:
+        tid = f"{sess}:{seq}"
+        facts.append(Fact(fact_id=f"f{tid}", user_id="u", statement=text, holder=who, session_id=sess,
+                          source_turn_ids=(tid,)))
+        turns.append((tid, who, text, sess, seq))
+    return facts, turns
+
+
+def test_the_neighbour_route_reads_the_turns_around_a_seed_nearest_first_within_its_session() -> None:
+    from graph.routes.rank import RouteContext
+
+    facts, turns = _chat()
+    idx = _placed_index(facts, turns)
+    seed = idx.row["fs1:1"]
+    hits = RouteContext(idx, "leash", None, None, 10).neighbour([seed], span=2)
+    # one place away first (before, then after), then two; s2:1 shares a position, not the session
+    assert [(f, r) for f, _, r in hits] == [("fs1:0", 1), ("fs1:2", 2), ("fs1:3", 3)]
+    hidden = np.array([i != "fs1:2" for i in idx.ids])  # a time-travel view without that fact
+    assert "fs1:2" not in {f for f, _, _ in RouteContext(idx, "leash", None, hidden, 10).neighbour([seed], span=2)}
+    assert RouteContext(idx, "leash", None, None, 10).neighbour([seed], span=1)[-1][0] == "fs1:2"
+    assert _index(facts, [t[:3] for t in turns]).turn_at == {}  # turns without a place: the route stays silent
+
+
+def test_the_neighbour_route_brings_the_answer_that_follows_the_setup() -> None:
+    from graph.retrieval import route_seeds
+
+    facts, turns = _chat()
+    idx = _placed_index(facts, turns)
+    q = "What happened after the leash busted at the park?"
+    with_nb = RetrievalConfig(k=3, routes=("fact_bm25", "neighbour"))
+    got = route_seeds(idx, q, None, with_nb)[0]
+    # the setup is the only text match; its reply and the speaker's next turn follow it
+    assert [s.fact_id for s in got] == ["fs1:0", "fs1:1", "fs1:2"] and got[2].routes == {"neighbour": 2}
+    assert [s.fact_id for s in route_seeds(idx, q, None, RetrievalConfig(k=3, routes=("fact_bm25",)))[0]] == ["fs1:0"]
+
+
+def test_the_neighbour_route_widens_k_instead_of_displacing_a_seed() -> None:
+    from graph.retrieval import route_seeds
+
+    facts, turns = _chat()
+    idx = _placed_index(facts, turns)
+    cfg = RetrievalConfig(k=2, routes=("fact_bm25", "neighbour"))
+    first = [s.fact_id for s in route_seeds(idx, "leash collars", None, cfg.model_copy(update={"routes": ("fact_bm25",)}))[0]]
+    got = [s.fact_id for s in route_seeds(idx, "leash collars", None, cfg)[0]]
+    assert sorted(first) == ["fs1:0", "fs2:1"]
+    # fs1:0's reply outranks the second seed, yet both first-pass seeds stay: K grew by the two neighbours
+    assert set(first) <= set(got) and len(got) == 4 and got.index("fs1:1") < got.index("fs2:1")

@@ -111,6 +111,11 @@ class RouteIndex:
     turn_recency: list[tuple[float, int]] = field(default_factory=list)
     # rows of a person's standing instructions ("Always … when I ask about …"): the instruction route
     instruction_rows: list[int] = field(default_factory=list)
+    # Per turn_ids entry: (session id, position in it), None when unknown; and its inverse. The
+    # neighbour route reads a seed turn's surroundings from them.
+    turn_place: list[tuple[str, int] | None] = field(default_factory=list)
+    turn_at: dict[tuple[str, int], int] = field(default_factory=dict)
+    turn_index: dict[str, int] = field(default_factory=dict)  # turn id -> index into turn_ids
     # Per row, computed on first use (only a config with ``min_information`` reads it): see information.
     _information: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -158,9 +163,11 @@ class _Memo:
 
 
 def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: str, embed: Embed | None,
-                memo: _Memo | None = None, turn_when: Mapping[str, tuple[datetime | None, int]] | None = None) -> RouteIndex:
+                memo: _Memo | None = None, turn_when: Mapping[str, tuple[datetime | None, int]] | None = None,
+                turn_session: Mapping[str, str] | None = None) -> RouteIndex:
     """``turns`` = (turn_id, role, text) of the user's stored turns; ``turn_when`` = turn_id -> (said at,
-    position in its session), for the recency order of turns."""
+    position in its session), for the recency order of turns; ``turn_session`` = turn_id -> session id
+    (with ``turn_when``, where each turn sits: the neighbour route)."""
     memo = memo or _Memo()
     ids = sorted(snap.facts)
     facts = dict(snap.facts)
@@ -201,6 +208,8 @@ def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: st
         relations_of.setdefault(rel.dst, []).append(rel)
     paths = {c: snap.concept_path(c) for c in set(snap.fact_concept.values())}
     fbm25 = BM25(rtexts)
+    place = [(turn_session[t[0]], turn_when[t[0]][1]) if turn_session and turn_when and t[0] in turn_session
+             and t[0] in turn_when else None for t in turns]
     return RouteIndex(user_id=snap.user_id, token=token, facts=facts, ids=ids, fmat=fmat, fbm25=fbm25,
                       holder=[facts[i].holder for i in ids], turn_ids=[t[0] for t in turns], tmat=tmat,
                       tbm25=BM25(ttexts), turn_facts=turn_facts,
@@ -211,7 +220,9 @@ def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: st
                       turn_role=[t[1] for t in turns],
                       turn_recency=[_turn_recency(t[0], turn_facts[t[0]], ids, facts, turn_when) for t in turns],
                       instruction_rows=[n for n, i in enumerate(ids) if facts[i].holder not in EVIDENCE_HOLDERS
-                                        and standing_instruction(facts[i].statement)])
+                                        and standing_instruction(facts[i].statement)],
+                      turn_place=place, turn_at={p: n for n, p in enumerate(place) if p is not None},
+                      turn_index={t[0]: n for n, t in enumerate(turns)})
 
 
 def _turn_recency(turn_id: str, rows: list[int], ids: list[str], facts: dict[str, Fact],
@@ -253,7 +264,8 @@ class RouteIndexCache:
         turns = [(t.turn_id, t.role, t.text) for t in stored]
         when = {t.turn_id: (t.at, t.seq) for t in stored}
         with self._lock:
-            idx = build_index(snap, turns, token, self.embed, self._memos.setdefault(user_id, _Memo()), when)
+            idx = build_index(snap, turns, token, self.embed, self._memos.setdefault(user_id, _Memo()), when,
+                              {t.turn_id: t.session_id for t in stored})
             self._d[user_id] = idx
             while len(self._d) > self.max_users:
                 gone, _ = self._d.popitem(last=False)

@@ -13,6 +13,9 @@ that turn's rank). ``allowed`` (a boolean row mask, or None) hides facts outside
   latest session date), by cosine.
 - instruction: the user's standing instructions ("Always … when I ask about …", ``graph.rules.standing_instruction``),
   nearest first, at most ``instruction_limit``: like custom instructions they ride along with every request.
+- neighbour (a second pass, after the others are fused): the turns around the best seeds' turns in
+  their session, nearest first. A question names the setup ("after the leash incident") and the
+  answer follows it a turn or two later ("I petted and hugged her…"), in words the request does not share.
 - context: only for a request that refers back ("the situation we discussed"): the latest user turn's
   facts, then the user's standing states nearest it; such a request is also read by every other route
   with that turn resolved into it (context.py).
@@ -31,13 +34,15 @@ from graph.routes.index import RouteIndex, entities_of
 from graph.routes.timeq import time_window
 
 RouteName = Literal["fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "entity", "time", "context",
-                    "instruction"]
+                    "instruction", "neighbour"]
 # The default routes. "entity" stays selectable (RetrievalConfig.routes) but is off: left out in the
 # same run it changed LoCoMo complete by 0.001 and BEAM by 0.000 (docs/results/retrieval-routes.md),
 # and a route that contributes nothing on any benchmark does not ship. To add a route: its name in
 # RouteName and here, and a RouteContext method of that name (it may call into its own module).
 ROUTES: tuple[RouteName, ...] = ("fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "time", "context",
-                                 "instruction")
+                                 "instruction", "neighbour")
+# Routes that start from the first pass's fused seeds, so they run after it (graph/retrieval.py: route_seeds).
+SECOND_PASS: frozenset[str] = frozenset({"neighbour"})
 # Fusion weight of a route when RetrievalConfig.route_weights does not name it (1.0 otherwise). The
 # context route fires only for a request that refers back, and then it is the one route that knows
 # what the request is about. A standing instruction ("Always … when I ask about …") rules every later
@@ -194,6 +199,39 @@ class RouteContext:
         v = self.qv + self.idx.fmat[rows].mean(axis=0)
         s = _masked(self.idx.fmat @ (v / (np.linalg.norm(v) + 1e-12)), self.allowed)
         return [(self.idx.ids[r], float(s[r]), k) for k, r in enumerate(_top(s, self.n), start=1)]
+
+    def neighbour(self, rows: list[int] | None = None, span: int = 2) -> list[Hit]:
+        """Second pass: for each seed row in ``rows`` (best first), the facts of the turns up to ``span``
+        places before and after its first source turn in the same session, nearest first; a turn
+        takes one rank for all its facts, the first time it is reached. The seeds and their relation
+        partners take none."""
+        idx = self.idx
+        if not rows or not idx.turn_at:
+            return []
+        offsets = [d for k in range(1, span + 1) for d in (-k, k)]
+        out: list[Hit] = []
+        # The seeds keep their own ranks (two adjacent seeds do not lift each other), and what a seed
+        # replaced or conflicts with comes by traversal, with its state, not as a window line.
+        seen: set[int] = set(rows) | {idx.row[o] for r in rows for rel in idx.relations_of.get(idx.ids[r], ())
+                                      for o in (rel.src, rel.dst) if o in idx.row}
+        k = 0
+        for r in rows:
+            src = idx.facts[idx.ids[r]].source_turn_ids
+            t = idx.turn_index.get(src[0]) if src else None
+            place = idx.turn_place[t] if t is not None else None
+            if place is None:
+                continue
+            for d in offsets:
+                u = idx.turn_at.get((place[0], place[1] + d))
+                if u is None:
+                    continue
+                near = [x for x in idx.turn_rows[u] if x not in seen and (self.allowed is None or self.allowed[x])]
+                if not near:
+                    continue
+                k += 1
+                seen.update(near)
+                out.extend((idx.ids[x], 0.0, k) for x in near)
+        return out[: self.n]
 
     def run(self, name: RouteName) -> list[Hit]:
         fn: Callable[[], list[Hit]] = getattr(self, name)
