@@ -25,7 +25,7 @@ from graph.evidence import Explain as Explain
 from graph.evidence import SeedHit as SeedHit
 from graph.models import Fact, Relation, RelationalState, utcnow
 from graph.routes.index import InformationMeasure, RouteIndex
-from graph.routes.rank import DEFAULT_ROUTE_WEIGHTS, ROUTES, SECOND_PASS, RouteContext, RouteName
+from graph.routes.rank import DEFAULT_ROUTE_WEIGHTS, INSTRUCTION_LIMIT, ROUTES, SECOND_PASS, RouteContext, RouteName
 from graph.rules import derive_state
 from graph.store import GraphStore, Subgraph
 
@@ -43,7 +43,7 @@ class RetrievalConfig(BaseModel):
                                           "(ablation: leave one out).")
     route_weights: dict[str, float] = Field(default_factory=dict, description="Per-route RRF weight (default 1.0).")
     route_candidates: int = Field(default=50, ge=1, description="Facts each route contributes before fusion.")
-    instruction_limit: int = Field(default=5, ge=0, description=(
+    instruction_limit: int = Field(default=INSTRUCTION_LIMIT, ge=0, description=(
         "Standing instructions the instruction route hands on per request, nearest first: five short lines "
         "are about a sixth of a 600-token context."))
     holder_weights: dict[str, float] = Field(default_factory=lambda: {"assistant": 0.5}, description=(

@@ -10,7 +10,7 @@ decisions into ``graph.edits`` operations, deterministically.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Literal, Protocol, cast, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -331,12 +331,12 @@ def _follow_merges(snap: Snapshot, cid: str) -> str:
     return cid
 
 
-def _restated_turns(res: Resolution, adj: Adjudication, kept: set[str], new: set[str]) -> dict[str, tuple[str, ...]]:
+def _restated_turns(by_id: Mapping[str, ResolvedFact], adj: Adjudication, kept: set[str],
+                    new: set[str]) -> dict[str, tuple[str, ...]]:
     """Per new fact, the turns of this session that said it again (its duplicates that passed validation):
     the repeat is dropped, but its turn still said the fact, so the fact cites it too — a turn whose only
     sentence repeats an earlier one would otherwise have no fact, and no route could reach it (BEAM users
     paste the same message twice). Stored facts keep their turns: a committed fact does not change."""
-    by_id = res.by_id()
     out: dict[str, tuple[str, ...]] = {}
     for d in adj.decisions:
         if d.label == "duplicate" and d.fact_id in kept and d.duplicate_of in new and d.fact_id in by_id:
@@ -375,7 +375,7 @@ def to_edits(snap: Snapshot, res: Resolution, adj: Adjudication, session_id: str
         cid = split_child.get((cid, by_id[d.fact_id].candidate.kind), cid)
         target_of[d.fact_id] = cid
     edits.extend(adj.concept_ops)
-    restated = _restated_turns(res, adj, kept, {d.fact_id for d in new})
+    restated = _restated_turns(by_id, adj, kept, {d.fact_id for d in new})
     for d in new:
         r = by_id[d.fact_id]
         cand = r.candidate.model_copy(update={"kind": d.kind}) if d.kind else r.candidate

@@ -49,6 +49,8 @@ SECOND_PASS: frozenset[str] = frozenset({"neighbour"})
 # answer on its topic but rarely shares the request's words, so its route counts double: at 1.0 BEAM
 # instruction-following gained one question, at 2.0 four, at 3.0 four (docs/results/retrieval-routes.md).
 DEFAULT_ROUTE_WEIGHTS: dict[str, float] = {"context": 6.0, "instruction": 2.0}
+# Standing instructions handed on per request (RetrievalConfig.instruction_limit's default).
+INSTRUCTION_LIMIT = 5
 Hit = tuple[str, float, int]
 Mask = np.ndarray | None
 
@@ -76,7 +78,7 @@ class RouteContext:
     """One request against one index; the fact cosines are computed once and shared by the routes."""
 
     def __init__(self, idx: RouteIndex, query: str, qv: np.ndarray | None, allowed: Mask, n: int,
-                 resolve_references: bool = True, instruction_limit: int = 5):
+                 resolve_references: bool = True, instruction_limit: int = INSTRUCTION_LIMIT):
         self.instruction_limit = instruction_limit
         # Unchanged unless it refers back ("the situation we discussed"); off with the context route.
         self.referent: Referent | None = None
