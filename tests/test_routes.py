@@ -352,11 +352,12 @@ def test_the_neighbour_route_reads_the_turns_around_a_seed_nearest_first_within_
     idx = _placed_index(facts, turns)
     seed = idx.row["fs1:1"]
     hits = RouteContext(idx, "leash", None, None, 10).neighbour([seed], span=2)
-    # one place away first (before, then after), then two; s2:1 shares a position, not the session
-    assert [(f, r) for f, _, r in hits] == [("fs1:0", 1), ("fs1:2", 2), ("fs1:3", 3)]
+    # the seed's speaker's own next turn first, then the other speaker's, nearest and later first;
+    # s2:1 shares a position, not the session
+    assert [(f, r) for f, _, r in hits] == [("fs1:3", 1), ("fs1:2", 2), ("fs1:0", 3)]
     hidden = np.array([i != "fs1:2" for i in idx.ids])  # a time-travel view without that fact
     assert "fs1:2" not in {f for f, _, _ in RouteContext(idx, "leash", None, hidden, 10).neighbour([seed], span=2)}
-    assert RouteContext(idx, "leash", None, None, 10).neighbour([seed], span=1)[-1][0] == "fs1:2"
+    assert [f for f, _, _ in RouteContext(idx, "leash", None, None, 10).neighbour([seed], span=1)] == ["fs1:2", "fs1:0"]
     assert _index(facts, [t[:3] for t in turns]).turn_at == {}  # turns without a place: the route stays silent
 
 
@@ -368,8 +369,9 @@ def test_the_neighbour_route_brings_the_answer_that_follows_the_setup() -> None:
     q = "What happened after the leash busted at the park?"
     with_nb = RetrievalConfig(k=3, routes=("fact_bm25", "neighbour"))
     got = route_seeds(idx, q, None, with_nb)[0]
-    # the setup is the only text match; its reply and the speaker's next turn follow it
-    assert [s.fact_id for s in got] == ["fs1:0", "fs1:1", "fs1:2"] and got[2].routes == {"neighbour": 2}
+    # the setup is the only text match; the speaker's next turn (the answer) follows it, then the reply
+    assert [s.fact_id for s in got] == ["fs1:0", "fs1:2", "fs1:1"] and got[1].routes == {"neighbour": 1}
+    assert [s.window for s in got] == [False, True, True]
     assert [s.fact_id for s in route_seeds(idx, q, None, RetrievalConfig(k=3, routes=("fact_bm25",)))[0]] == ["fs1:0"]
 
 
@@ -382,5 +384,5 @@ def test_the_neighbour_route_widens_k_instead_of_displacing_a_seed() -> None:
     first = [s.fact_id for s in route_seeds(idx, "leash collars", None, cfg.model_copy(update={"routes": ("fact_bm25",)}))[0]]
     got = [s.fact_id for s in route_seeds(idx, "leash collars", None, cfg)[0]]
     assert sorted(first) == ["fs1:0", "fs2:1"]
-    # fs1:0's reply outranks the second seed, yet both first-pass seeds stay: K grew by the two neighbours
-    assert set(first) <= set(got) and len(got) == 4 and got.index("fs1:1") < got.index("fs2:1")
+    # fs1:0's speaker's next turn outranks the second seed, yet both first-pass seeds stay: K grew by two
+    assert set(first) <= set(got) and len(got) == 4 and got.index("fs1:2") < got.index("fs2:1")

@@ -204,13 +204,14 @@ class RouteContext:
 
     def neighbour(self, rows: list[int] | None = None, span: int = 2) -> list[Hit]:
         """Second pass: for each seed row in ``rows`` (best first), the facts of the turns up to ``span``
-        places before and after its first source turn in the same session, nearest first; a turn
-        takes one rank for all its facts, the first time it is reached. The seeds and their relation
-        partners take none."""
+        places before and after its first source turn in the same session — the seed's speaker's turns
+        first, then the others', each nearest first and the later before the earlier; a turn takes one
+        rank for all its facts, the first time it is reached. The seeds and their relation partners
+        take none."""
         idx = self.idx
         if not rows or not idx.turn_at:
             return []
-        offsets = [d for k in range(1, span + 1) for d in (-k, k)]
+        offsets = [d for k in range(1, span + 1) for d in (k, -k)]
         out: list[Hit] = []
         # The seeds keep their own ranks (two adjacent seeds do not lift each other), and what a seed
         # replaced or conflicts with comes by traversal, with its state, not as a window line.
@@ -221,12 +222,14 @@ class RouteContext:
             src = idx.facts[idx.ids[r]].source_turn_ids
             t = idx.turn_index.get(src[0]) if src else None
             place = idx.turn_place[t] if t is not None else None
-            if place is None:
+            if t is None or place is None:
                 continue
-            for d in offsets:
-                u = idx.turn_at.get((place[0], place[1] + d))
-                if u is None:
-                    continue
+            who = idx.turn_role[t]
+            around = [u for u in (idx.turn_at.get((place[0], place[1] + d)) for d in offsets) if u is not None]
+            # the seed's speaker goes on with their own account first (the answer follows the setup);
+            # within a speaker, nearest first, the later turn before the earlier
+            around.sort(key=lambda u: idx.turn_role[u] != who)
+            for u in around:
                 near = [x for x in idx.turn_rows[u] if x not in seen and (self.allowed is None or self.allowed[x])]
                 if not near:
                     continue
