@@ -345,7 +345,7 @@ def _chat() -> tuple[list[Fact], list[tuple[str, str, str, str, int]]]:
     return facts, turns
 
 
-def test_the_neighbour_route_reads_the_turns_around_a_seed_nearest_first_within_its_session() -> None:
+def test_the_neighbour_route_reads_the_turns_around_a_seed_speaker_first_within_its_session() -> None:
     from graph.routes.rank import RouteContext
 
     facts, turns = _chat()

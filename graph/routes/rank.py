@@ -14,7 +14,7 @@ that turn's rank). ``allowed`` (a boolean row mask, or None) hides facts outside
 - instruction: the user's standing instructions ("Always … when I ask about …", ``graph.rules.standing_instruction``),
   nearest first, at most ``instruction_limit``: like custom instructions they ride along with every request.
 - neighbour (a second pass, after the others are fused): the turns around the best seeds' turns in
-  their session, nearest first. A question names the setup ("after the leash incident") and the
+  their session, the seed's speaker's own turns first. A question names the setup ("after the leash incident") and the
   answer follows it a turn or two later ("I petted and hugged her…"), in words the request does not share.
 - context: only for a request that refers back ("the situation we discussed"): the latest user turn's
   facts, then the user's standing states nearest it; such a request is also read by every other route
