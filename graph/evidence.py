@@ -30,6 +30,9 @@ class EvidenceItem(BaseModel):
     seed: bool
     score: float | None = None
     group: int
+    brief: str | None = Field(default=None, description=(
+        "The statement's most informative words, set by retrieval for a request that spans the conversation "
+        "(graph/routes/breadth.py); the compact context writes it in place of the statement."))
 
 
 class Explain(BaseModel):

@@ -6,6 +6,10 @@ which), expired, retracted, scoped; a current fact carries nothing, so a relatio
 facts plus one marker. ``full`` (the policy prompt the learned policies were trained on): every
 line spells validity, relations, scope and kind.
 
+A request that spans the conversation (a summary, an order of topics) needs many turns, not all the
+words of each: retrieval then sets each long fact's ``brief`` (its most informative words,
+graph/routes/breadth.py) and the compact line writes that instead of the statement.
+
 Adaptive depth: with ``min_score_ratio`` the renderer also stops at the first unit whose best fused
 seed score falls below that share of the top seed's score, so an easy request gets a short context.
 
@@ -65,13 +69,14 @@ def _partner(fact_id: str, own_holder: str, holder_of: dict[str, str]) -> str:
 
 
 def fact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = True,
-              holder_of: dict[str, str] | None = None) -> str:
+              holder_of: dict[str, str] | None = None, statement: str | None = None) -> str:
     """``[F1] (date) statement (holder) — validity; relations; scope; kind``. ``holder_of`` (fact id ->
     holder) marks a conflict partner held by someone other than the user, so a user's belief reads
-    "conflicts with F2 (said by the assistant)" in its own line and the evidence side does not."""
+    "conflicts with F2 (said by the assistant)" in its own line and the evidence side does not.
+    ``statement`` replaces the fact's own (a brief line)."""
     f, s = item.fact, item.state
     when = (f.observed_at or f.valid_from or f.recorded_at)
-    head = f"[{item.alias}]" + (f" ({when.date().isoformat()})" if when else "") + f" {f.statement}"
+    head = f"[{item.alias}]" + (f" ({when.date().isoformat()})" if when else "") + f" {statement or f.statement}"
     if f.holder and f.holder != "user" and not f.statement.startswith(f"{f.holder}:"):
         head += f" ({holder_mark(f.holder)})"  # unless the statement already opens with the speaker's name
     if not with_state:
@@ -107,8 +112,9 @@ def scope_mark(scope: str) -> str:
 
 
 def compact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = True) -> str:
-    """``[F1] (2023-05-08) statement`` plus a marker only where the state changes the fact's use."""
-    head = fact_line(item, alias_of, with_state=False)
+    """``[F1] (2023-05-08) statement`` plus a marker only where the state changes the fact's use; the
+    statement is the item's ``brief`` where retrieval set one."""
+    head = fact_line(item, alias_of, with_state=False, statement=item.brief)
     if not with_state:
         return head
     s = item.state

@@ -142,6 +142,25 @@ def holds_state(statement: str) -> bool:
     return not (_RESPONSE.match(s) or _COMPLIMENT.search(s) or _ANNOUNCEMENT.search(s))
 
 
+def may_replace(new_statement: str, old_statement: str) -> bool:
+    """Whether ``new_statement`` can replace ``old_statement`` at all, whatever a model proposes: both
+    hold state (``holds_state``), and a standing instruction ("Always include version numbers when I
+    ask about libraries") gives way only to another instruction. A remark on the same topic ("Given
+    that I have to provide security best practices, …") restates or applies it; it does not revoke it
+    (BEAM: 3 such edges, each spelling a wrong "superseded" into every context the instruction rode in).
+
+    >>> may_replace("Always answer in French.", "Always answer in English.")
+    True
+    >>> may_replace("Sure, let's proceed with measuring the metrics now.", "Always report exact metrics when I ask about speed.")
+    False
+    >>> may_replace("I switched to tea.", "I drink coffee every morning.")
+    True
+    """
+    if not (holds_state(new_statement) and holds_state(old_statement)):
+        return False
+    return standing_instruction(new_statement) or not standing_instruction(old_statement)
+
+
 # A shared photo ("shared an image: a photo of a clothing store", the offline extractor's rendering of a LoCoMo
 # caption, or the raw "[image: ...]") shows something; it states no preference or circumstance of its own, and
 # a later remark on the same topic is not an update of it (relations-locomo-edges.md: 2 of 28 wrong edges).

@@ -58,6 +58,9 @@ def _session(data: dict[str, Any], src: str, rec: int | None, prefix: str = "") 
 # ---------------------------------------------------------------- LoCoMo
 _LOCOMO_TIME = re.compile(r"(\d{1,2}):(\d{2})\s*([ap]m)\s+on\s+(\d{1,2})\s+([A-Za-z]+),?\s+(\d{4})", re.I)
 _EVIDENCE = re.compile(r"D:?(\d+):0*(\d+)")
+# BEAM's generator left its plan index in 4 of 10 messages ("... by then? ->-> 1,21"): bookkeeping of
+# how the chat was made, not something the user said, so it is not stored (nor spent in a context).
+_BEAM_MARKER = re.compile(r"\s*->->\s*[\w/]+,\s*[\w/]+")
 
 
 def parse_locomo_time(text: str) -> datetime | None:
@@ -291,7 +294,9 @@ def load_beam(root: str | Path, user_prefix: str = "beam-", conversations: list[
             for ei, mi, m in msgs:
                 path = f"turns[{ei}][{mi}]"
                 mid = _need(m, "id", (int, str), src, bi, path)
-                turns.append({"role": _need(m, "role", str, src, bi, path), "text": _need(m, "content", str, src, bi, path),
+                raw = _need(m, "content", str, src, bi, path)
+                text = _BEAM_MARKER.sub("", raw) if _BEAM_MARKER.sub("", raw).strip() else raw
+                turns.append({"role": _need(m, "role", str, src, bi, path), "text": text,
                               "turn_id": str(mid), "at": parse_beam_time(m.get("time_anchor"))})
             num = batch.get("batch_number", bi + 1)
             sessions.append(_session({"session_id": f"{uid}-b{num}", "user_id": uid, "started_at": started, "turns": turns,

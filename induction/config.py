@@ -36,6 +36,9 @@ class OfflineExtractorConfig(_Cfg):
                                       "assistant sentence; chit-chat and advice addressed to the user score low.")
     min_words: int = Field(default=4, ge=1, description="Sentences shorter than this are chit-chat, not facts.")
     max_sentence_chars: int = Field(default=400, ge=40, description="Longer sentences are cut at a clause boundary for the statement.")
+    clause_split_chars: int = Field(default=160, ge=0, description=(
+        "A user's sentence longer than this is split at its clause joints into one fact per clause "
+        "(induction/clauses.py; 0 = off): a run-on holds several propositions and a request."))
     turn_fallback: bool = Field(default=True, description="An informative turn without a first-person cue still yields its "
                                 "most informative sentence, and an assistant turn with no sentence at evidence_min_score its best "
                                 "non-chatter one, so every informative turn is findable (recall over precision).")

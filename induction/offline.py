@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from graph.models import FactKind
 from induction.config import OfflineExtractorConfig
 from induction.branch import OntologyBranch
+from induction.clauses import clauses
 from induction.evidence import select_evidence
 from induction.extract import CandidateFact, Cue, ExtractionResult, make_fact_id
 from induction.session import Session
@@ -349,7 +350,7 @@ class OfflineExtractor:
         text, tid = turn.text, session.turn_id(seq)
         holder = "user" if turn.role.lower() == "user" else turn.role
         ref = session.turn_time(seq)
-        spans = sentences(text)
+        spans = [c for sp in sentences(text) for c in clauses(text, *sp, self.cfg.clause_split_chars)]
         picked: list[tuple[int, int]] = [sp for sp in spans if self._informative(text[sp[0]:sp[1]])]
         if not picked and self.cfg.turn_fallback:
             # An informative turn made only of questions or fragments still gets its longest sentence.

@@ -25,7 +25,8 @@ from evomem.commands.eval_cmds import open_cached  # noqa: E402
 from graph.retrieval import RetrievalConfig  # noqa: E402
 from induction.pipeline import make_ingestor  # noqa: E402
 
-M = ("hit_rate", "coverage", "complete_retrieval_rate", "context_tokens_mean", "items_mean", "tokens_per_item")
+M = ("hit_rate", "coverage", "complete_retrieval_rate", "answer_token_recall", "context_tokens_mean", "items_mean",
+     "tokens_per_item")
 
 
 def main() -> int:
@@ -36,6 +37,7 @@ def main() -> int:
     ap.add_argument("--data", help="default ../shared/data/<benchmark>")
     ap.add_argument("--store")
     ap.add_argument("--out", help="write report.json here")
+    ap.add_argument("--records", help="write one JSON line per question (its outcomes per system) here")
     a = ap.parse_args()
     mem, opts, eps = open_cached(a.benchmark, a.data, a.store)
     try:
@@ -43,7 +45,10 @@ def main() -> int:
         rcfg = RetrievalConfig.model_validate(mem.retrieval.model_dump() | {"k": 50} | json.loads(a.retrieval))
         cfg = HarnessConfig(k=50, budget=600, baseline_k=10, baselines=(), retrieval=rcfg, **json.loads(a.harness))
         t0 = time.time()
-        rep = build_report(Harness(ing, cfg).run(eps), a.benchmark, {}, n_boot=0)
+        run = Harness(ing, cfg).run(eps)
+        rep = build_report(run, a.benchmark, {}, n_boot=0)
+        if a.records:
+            Path(a.records).write_text("".join(q.model_dump_json() + "\n" for q in run.questions))
     finally:
         mem.close()
     print("wall_s", round(time.time() - t0), "retrieval p50/p95 ms", rep.get("retrieval_p50_ms"), rep.get("retrieval_p95_ms"),

@@ -30,7 +30,7 @@ def _msg(i: int, role: str, text: str, anchor: str | None = None) -> dict[str, A
 def write_beam(root: Path) -> Path:
     chat = [
         {"batch_number": 1, "time_anchor": None, "turns": [
-            [_msg(0, "user", "My first sprint ends on March 29 and covers user login.", "March-15-2024"),
+            [_msg(0, "user", "My first sprint ends on March 29 and covers user login. ->-> 1,1", "March-15-2024"),
              _msg(1, "assistant", "Great, let us plan the login work for that sprint.")],
             [_msg(2, "user", "The dashboard API takes about 400ms per request right now."),
              _msg(3, "assistant", "Caching could bring the dashboard API latency down.")]]},
@@ -63,6 +63,8 @@ def test_beam_episodes_and_run(tmp_path: Path, embedded_memory: Memory) -> None:
     assert ep.episode_id == "1" and ep2.episode_id == "100K/1" and len(ep.sessions) == 2
     q = {x.category: x for x in ep.questions}
     assert q["knowledge_update"].evidence_ids == ("2", "4") and not q["abstention"].scored
+    # the generator's plan index is not part of what the user said
+    assert ep.sessions[0].turns[0].text == "My first sprint ends on March 29 and covers user login."
     run = Harness(make_ingestor(embedded_memory), HarnessConfig(k=5, budget=200, baselines=("naive_rag", "full_context"))).run([ep])
     rep = build_report(run, "beam", {}, n_boot=50)
     assert rep["n_questions"] == 3  # abstention has no evidence: counted, not scored

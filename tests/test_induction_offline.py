@@ -142,3 +142,39 @@ def test_informative_turn_always_yields_a_fact() -> None:
     s = _session(("Caroline", "Counseling or mental health work, maybe?"))
     facts = OfflineExtractor().extract(s, None).facts
     assert len(facts) == 1 and facts[0].confidence < 0.8
+
+
+@pytest.mark.parametrize("text, expected", [
+    # a run-on: statements joined at a new subject, and a closing request, which yields no fact
+    ("I've been working with Megan on our drafts since August 5, and we made some major tone adjustments by "
+     "August 12, but I'm not sure if I should stick with these changes, can you help me decide what to do next?",
+     ["I've been working with Megan on our drafts since August 5", "we made some major tone adjustments by August 12",
+      "I'm not sure if I should stick with these changes"]),
+    # a question after a dash is a request; a semicolon joins one account and stays
+    ("I've recently met Greg, 23, at the University of Montserrat seminar on Feb 20, 2024, and we're planning to do "
+     "some joint research on media influence - what are some tips for a successful collaboration?",
+     ["I've recently met Greg, 23, at the University of Montserrat seminar on Feb 20, 2024",
+      "we're planning to do some joint research on media influence"]),
+    ("I included some iconic film scores that resonate with many of my friends; it's fascinating how certain "
+     "melodies from movies can transport us back in time or into various moods",
+     ["I included some iconic film scores that resonate with many of my friends; it's fascinating how certain "
+      "melodies from movies can transport us back in time or into various moods"]),
+    # a short sentence is one proposition whatever its commas
+    ("I went hiking with Anna, and I loved it.", ["I went hiking with Anna, and I loved it."]),
+    # a long list without a new subject stays whole
+    ("My stack is Flask, SQLAlchemy, PostgreSQL, Redis for caching, Celery for background jobs, React with "
+     "TypeScript on the front end, and Docker Compose for the local development environment",
+     ["My stack is Flask, SQLAlchemy, PostgreSQL, Redis for caching, Celery for background jobs, React with "
+      "TypeScript on the front end, and Docker Compose for the local development environment"]),
+])
+def test_run_on_sentences_become_one_fact_per_clause(text: str, expected: list[str]) -> None:
+    facts = OfflineExtractor().extract(_session(("user", text)), None).facts
+    assert [f.evidence for f in facts] == expected
+    assert all(evidence_in_turn(f.evidence, text) for f in facts)  # verbatim slices of the turn
+
+
+def test_clause_splitting_can_be_turned_off() -> None:
+    text = ("I've been working with Megan on our drafts since August 5, and we made some major tone adjustments by "
+            "August 12, but I'm not sure if I should stick with these changes, can you help me decide what to do next?")
+    facts = OfflineExtractor(OfflineExtractorConfig(clause_split_chars=0)).extract(_session(("user", text)), None).facts
+    assert [f.evidence for f in facts] == [text]  # a question as a whole: the turn's fallback fact

@@ -269,6 +269,12 @@ def test_the_store_seed_path_weighs_holders_too(tmp_path: Path) -> None:
     even = {s.fact_id: s.score for s in retrieve(store, "ada", q, qv, RetrievalConfig(holder_weights={})).explain.seeds}
     half = {s.fact_id: s.score for s in retrieve(store, "ada", q, qv, RetrievalConfig()).explain.seeds}  # assistant 0.5
     assert half["ada:a"] == pytest.approx(even["ada:a"] * 0.5) and half["ada:u"] == pytest.approx(even["ada:u"])
+    # a broad request weighs the assistant fully (graph/routes/breadth.py), on this path too
+    q = "summarize my jazz piano lessons so far"
+    qv = [float(x) for x in EMB.embed([q])[0]]
+    even = {s.fact_id: s.score for s in retrieve(store, "ada", q, qv, RetrievalConfig(holder_weights={})).explain.seeds}
+    full = {s.fact_id: s.score for s in retrieve(store, "ada", q, qv, RetrievalConfig()).explain.seeds}
+    assert full == pytest.approx(even)
     store.close()
 
 

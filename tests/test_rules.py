@@ -8,7 +8,7 @@ import pytest
 
 from graph.models import Fact, Relation
 from graph.rules import (change_evidenced, can_conflict, can_supersede, continues, corrects, derive_state,
-                         derive_validity, has_cycle, holds_state, reverses,
+                         derive_validity, has_cycle, holds_state, may_replace, reverses,
                          may_conflict, may_supersede, may_supersede_sibling, edge_kinds_allowed, instructs)
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
@@ -259,6 +259,24 @@ HOLDS_STATE_CASES = [
 @pytest.mark.parametrize("statement,ok", HOLDS_STATE_CASES)
 def test_holds_state(statement: str, ok: bool) -> None:
     assert holds_state(statement) is ok
+
+
+@pytest.mark.parametrize("new, old, ok", [
+    # a standing instruction gives way only to another instruction
+    ("From now on, answer in French.", "Always answer in English when I ask about travel.", True),
+    ("Given that I have to provide security best practices when discussing authentication features",
+     "Always provide security best practices when I ask about authentication or authorization features.", False),
+    ("Sure, let's proceed with measuring the metrics now.",
+     "Always report exact performance metrics when I ask about site speed improvements.", False),
+    # an instruction may replace a state (the user's new rule about their answers)
+    ("Never suggest meat dishes when I ask about recipes.", "I love cooking steak.", True),
+    # neither side may be a question or a response
+    ("I switched to tea.", "I drink coffee every morning.", True),
+    ("How often do you hike now?", "I hike every weekend.", False),
+    ("I hike on Sundays now.", "Keep it up!", False),
+])
+def test_may_replace(new: str, old: str, ok: bool) -> None:
+    assert may_replace(new, old) is ok
 
 
 @pytest.mark.parametrize("nk,sk,nh,sh,ok", [

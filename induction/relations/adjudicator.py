@@ -17,7 +17,7 @@ from functools import lru_cache
 from collections.abc import Sequence
 import numpy as np
 
-from graph.rules import (EVIDENCE_HOLDERS, change_evidenced, continues, corrects, holds_state, instructs,
+from graph.rules import (EVIDENCE_HOLDERS, change_evidenced, continues, corrects, holds_state, instructs, may_replace,
                          may_conflict, may_supersede, may_supersede_sibling, reverses)
 from graph.snapshot import Snapshot
 from induction.adjudicate import Adjudication, Decision, RuleAdjudicator, _base
@@ -189,7 +189,7 @@ class ModelAdjudicator:
                 self._decide(d, c.kind, c.kind_certain, c.holder, cands, P, res, by_id, kinds,
                              retrospective=bool(PAST_STATE.search(new.statement)),
                              partner_change=[v.change for v in views], evidenced=said,
-                             stateful=[stateful and holds_state(v.statement) for v in views],
+                             stateful=[may_replace(new.statement, v.statement) for v in views],
                              person_ok=[_can_dispute(c.holder, new.statement, stateful, fix)
                                         and _can_dispute(v.holder, v.statement, None, fix)
                                         # one person's two statements conflict only if they oppose each other:
@@ -273,6 +273,7 @@ class ModelAdjudicator:
         experience is several facts, and one edge to one of them leaves its siblings current (the
         MemSyco leak). Every other fact of a replaced fact's turn, of the same holder, that holds state,
         is still current and whose kind the new fact may replace, is replaced too (graph.rules disposes)."""
+        new_statement = by_id[d.fact_id].candidate.statement if d.fact_id in by_id else ""
         extra: list[str] = []
         for fid in list(d.supersedes):
             for sib in turns.siblings(fid):
@@ -286,7 +287,7 @@ class ModelAdjudicator:
                     break
                 kinds_ok = (may_supersede_sibling(kind, skind, holder, sholder) if self.cfg.sibling_circumstances
                             else may_supersede(kind, skind, holder, sholder, True))
-                if not (holds_state(stmt) and kinds_ok):
+                if not (may_replace(new_statement, stmt) and kinds_ok):
                     continue
                 if skind in _HISTORY and not own_change and self.cfg.history_siblings_own_cue:
                     continue  # what happened is replaced only on the new fact's own change cue (as change_evidenced)

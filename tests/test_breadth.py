@@ -1,0 +1,94 @@
+"""Requests that draw on the assistant or span the conversation (graph/routes/breadth.py): the pattern
+tables, the holder factor, and brief lines through a real embedded store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from graph.edits import CreateConcept, EditBatch
+from graph.embedded.store import EmbeddedStore
+from graph.models import Fact
+from graph.retrieval import RetrievalConfig
+from graph.routes.breadth import asks_broadly, draws_on_assistant
+from tests.test_contract import EMB, attach, commit
+
+
+@pytest.mark.parametrize("query, expected", [
+    # BEAM summarization and development questions: the arc, half of it in the assistant's replies
+    ("Can you give me a comprehensive summary of how I handled the security and database challenges in my "
+     "budget tracker app across our discussions?", True),
+    ("Can you summarize how my writing has progressed and the strategies I've used to improve it over time?", True),
+    ("How have my anniversary celebrations evolved in terms of location?", True),
+    ("Give me a timeline of the deployment work.", True),
+    ("Can you recap the plan so far?", True),
+    ("List all the libraries we picked for the weather app.", True),
+    # what the user raised is the user's evidence: the factor stays
+    ("Can you walk me through the order in which I brought up different aspects of my writing journey "
+     "throughout our conversations?", False),
+    ("Can you list all the concerns I mentioned about the budget?", False),
+    # narrow questions
+    ("When does my first sprint end?", False),
+    ("What did Caroline do in May 2023?", False),
+    ("Which option best aligns with the user's preferences for a weekend film?", False),
+    ("How did you recommend managing the flow of requests when my app risks overwhelming the service?", False),
+    ("Is the summer cabin still booked?", False),  # 'summer' is not 'summary'
+])
+def test_asks_broadly(query: str, expected: bool) -> None:
+    assert asks_broadly(query) is expected
+
+
+@pytest.mark.parametrize("query, expected", [
+    ("What approach did you recommend to balance speeding up the hiring process with fairness?", True),
+    ("How did you recommend managing the flow of requests when my app risks overwhelming the service?", True),
+    ("You suggested a caching layer last week; which library was it?", True),
+    ("Can you summarize how my budgeting app developed over time?", True),  # broad
+    ("Could you suggest a weekend film for me?", False),  # asks for something new
+    ("Can you recommend a lively playlist for our gathering?", False),
+    ("Can you list all the concerns I mentioned about the budget?", False),
+    ("When does my first sprint end?", False),
+])
+def test_draws_on_assistant(query: str, expected: bool) -> None:
+    assert draws_on_assistant(query) is expected
+
+
+def test_for_request_overrides_the_holder_factor_only_for_broad_requests() -> None:
+    cfg = RetrievalConfig(holder_weights={"assistant": 0.5, "doc": 0.8})
+    assert cfg.for_request("When does my sprint end?") is cfg
+    assert cfg.for_request("Which tool did you recommend for the sprint?").holder_weights["assistant"] == 1.0
+    broad = cfg.for_request("Summarize how the sprint went over time")
+    assert broad.holder_weights == {"assistant": 1.0, "doc": 0.8} and cfg.holder_weights["assistant"] == 0.5
+    off = RetrievalConfig(broad_holder_weights={})
+    assert off.for_request("Summarize how the sprint went over time") is off
+
+
+def test_a_request_that_spans_the_conversation_gets_brief_lines(tmp_path: Path) -> None:
+    from graph.render import render_context
+    from memcore.memory import Memory
+
+    long = ("I finally moved the budget tracker from SQLite to PostgreSQL 15 on Render last weekend after the "
+            "nightly backups kept failing and the reports got slow")
+    assistant = ("assistant: A connection pool such as PgBouncer keeps the PostgreSQL server from running out of "
+                 "connections when the app scales up under load")
+    store = EmbeddedStore(tmp_path / "db")
+    store.setup()
+    commit(store, EditBatch(user_id="ada", edits=[CreateConcept(concept_id="ada:c", name="c"),
+        attach(Fact(fact_id="ada:long", user_id="ada", statement=long), "ada:c"),
+        attach(Fact(fact_id="ada:a", user_id="ada", statement=assistant, holder="assistant"), "ada:c"),
+        attach(Fact(fact_id="ada:short", user_id="ada", statement="Uses PostgreSQL 15"), "ada:c")]))
+    mem = Memory(store, EMB)
+    try:
+        broad = {it.fact.fact_id: it for it in mem.retrieve("ada", "Summarize how my database setup developed over time").items}
+        b = broad["ada:long"].brief
+        assert b is not None and len(b.replace("…", "").split()) == 10 and b.strip("… ") in long  # a verbatim window
+        assert broad["ada:a"].brief is not None and broad["ada:a"].brief.startswith("assistant: ")  # whose words stay marked
+        assert broad["ada:short"].brief is None  # already short
+        text = render_context(mem.retrieve("ada", "Summarize how my database setup developed over time"), 600).text
+        assert b in text and long not in text
+        narrow = mem.retrieve("ada", "Which database does my budget tracker use?")
+        assert all(it.brief is None for it in narrow.items) and long in render_context(narrow, 600).text
+        mem.retrieval = mem.retrieval.model_copy(update={"broad_line_words": 0})
+        assert all(it.brief is None for it in mem.retrieve("ada", "Summarize my database setup so far").items)
+    finally:
+        mem.close()
