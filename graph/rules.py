@@ -144,7 +144,7 @@ def holds_state(statement: str) -> bool:
 
 def may_replace(new_statement: str, old_statement: str) -> bool:
     """Whether ``new_statement`` can replace ``old_statement`` at all, whatever a model proposes: both
-    hold state (``holds_state``), and a standing instruction ("Always include version numbers when I
+    hold state (``holds_state``), they are not two tasks in progress (``in_progress``), and a standing instruction ("Always include version numbers when I
     ask about libraries") gives way only to another instruction. A remark on the same topic ("Given
     that I have to provide security best practices, …") restates or applies it; it does not revoke it
     (BEAM: 3 such edges, each spelling a wrong "superseded" into every context the instruction rode in).
@@ -155,10 +155,35 @@ def may_replace(new_statement: str, old_statement: str) -> bool:
     False
     >>> may_replace("I switched to tea.", "I drink coffee every morning.")
     True
+    >>> may_replace("I'm trying to validate the area of a garden plot", "I'm trying to apply Heron's formula")
+    False
     """
     if not (holds_state(new_statement) and holds_state(old_statement)):
         return False
+    if in_progress(new_statement) and in_progress(old_statement):
+        return False
     return standing_instruction(new_statement) or not standing_instruction(old_statement)
+
+
+# A task in progress or a difficulty with one ("I'm trying to apply Heron's formula", "I'm kinda stuck on
+# this one", "I'm having trouble with sessions"): people work on several at once, so a new one replaces
+# no other (BEAM: 11 of 77 SUPERSEDES edges joined two of them, all but one wrong). A state it changes
+# ("I use SQLite" -> "I'm trying to switch to PostgreSQL") is still replaced.
+_IN_PROGRESS = re.compile(
+    r"^(?:so |and |but |well,? )?(?:I'm|I am|I've been|I have been)(?: (?:kinda|kind of|really|still|currently|just|"
+    r"a bit|also|now))* (?:trying to|working on|struggling|stuck|having (?:some |a lot of )?trouble|not sure|"
+    r"confused|worried)\b", re.I)
+
+
+def in_progress(statement: str) -> bool:
+    """True for a task in progress or a difficulty with one, said in the first person.
+
+    >>> in_progress("I'm kinda stuck on this one"), in_progress("I'm trying to switch to PostgreSQL")
+    (True, True)
+    >>> in_progress("I use SQLite for my database."), in_progress("I'm planning a trip to Kyoto.")
+    (False, False)
+    """
+    return _IN_PROGRESS.search(_HOLDER_PREFIX.sub("", statement.strip(), count=1)) is not None
 
 
 # A shared photo ("shared an image: a photo of a clothing store", the offline extractor's rendering of a LoCoMo

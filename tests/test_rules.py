@@ -270,6 +270,11 @@ def test_holds_state(statement: str, ok: bool) -> None:
      "Always report exact performance metrics when I ask about site speed improvements.", False),
     # an instruction may replace a state (the user's new rule about their answers)
     ("Never suggest meat dishes when I ask about recipes.", "I love cooking steak.", True),
+    # two tasks in progress do not replace each other; a state the task changes is replaced
+    ("I'm trying to validate the area calculation of a triangular garden plot",
+     "I'm trying to apply Heron's formula to find the area of a triangle", False),
+    ("I'm kinda struggling with editing my drafts", "I'm trying to organize my essay draft better", False),
+    ("I'm trying to switch from SQLite to PostgreSQL 15", "I'm using SQLite 3.39 as my database", True),
     # neither side may be a question or a response
     ("I switched to tea.", "I drink coffee every morning.", True),
     ("How often do you hike now?", "I hike every weekend.", False),
