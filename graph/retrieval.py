@@ -55,9 +55,10 @@ class RetrievalConfig(BaseModel):
         "Fused-score factor by fact holder: what the assistant said counts as evidence but ranks below "
         "what the user said at equal route support, so assistant chatter cannot crowd out user facts."))
     broad_holder_weights: dict[str, float] = Field(default_factory=lambda: {"assistant": 1.0}, description=(
-        "Holder factors that replace ``holder_weights`` entries for a broad request (a summary, an "
-        "order, a development: graph/routes/breadth.py), whose evidence is half the assistant's turns "
-        "in a working conversation (BEAM coverage 0.689 -> 0.705 at 600 tokens; LoCoMo: 2 of 883 match)."))
+        "Holder factors that replace ``holder_weights`` entries for a request whose evidence is partly the "
+        "assistant's (graph/routes/breadth.py: a broad one, or one about what the assistant said): in a "
+        "working conversation half a summary's turns are the assistant's (BEAM at 600 tokens: coverage "
+        "0.741 -> 0.757, complete 0.595 -> 0.609; LoCoMo: 2 of 883 requests match)."))
     turn_redundancy: float = Field(default=0.5, gt=0, le=1, description=(
         "Fused-score factor per better-ranked seed citing the same source turn (1 = off): a turn's "
         "second and third facts add words, not evidence, so other turns get their slots first."))
@@ -88,7 +89,7 @@ class RetrievalConfig(BaseModel):
         "For a request that spans the conversation (a summary, an order, a development: graph/routes/"
         "breadth.py), each fact longer than this is written in the compact context as its most informative "
         "window of this many words, so the many turns such a request needs fit its budget (0 = off). BEAM "
-        "at 600 tokens: coverage 0.736 -> 0.757, answer-token recall 0.670 -> 0.659; LoCoMo: 2 of 883 match."))
+        "at 600 tokens: coverage 0.739 -> 0.757, answer-token recall 0.671 -> 0.659; LoCoMo: 2 of 883 match."))
     session_redundancy: float = Field(default=1.0, gt=0, le=1, description=(
         "Fused-score factor per better-ranked seed from the same session (1 = off): evidence that spans "
         "sessions (multi-hop questions) is not crowded out by one session's near-duplicates."))
@@ -98,7 +99,8 @@ class RetrievalConfig(BaseModel):
         return self.holder_weights.get(holder or "user", 1.0)
 
     def for_request(self, query: str) -> RetrievalConfig:
-        """This configuration as it applies to ``query``: a broad request takes ``broad_holder_weights``."""
+        """This configuration as it applies to ``query``: a request that draws on the assistant's words
+        (``draws_on_assistant``) takes ``broad_holder_weights``."""
         if not self.broad_holder_weights or not draws_on_assistant(query):
             return self
         return self.model_copy(update={"holder_weights": self.holder_weights | self.broad_holder_weights})

@@ -295,7 +295,8 @@ def load_beam(root: str | Path, user_prefix: str = "beam-", conversations: list[
                 path = f"turns[{ei}][{mi}]"
                 mid = _need(m, "id", (int, str), src, bi, path)
                 raw = _need(m, "content", str, src, bi, path)
-                text = _BEAM_MARKER.sub("", raw) if _BEAM_MARKER.sub("", raw).strip() else raw
+                text = _BEAM_MARKER.sub("", raw)
+                text = text if text.strip() else raw  # a message that is only a marker stays as it was
                 turns.append({"role": _need(m, "role", str, src, bi, path), "text": text,
                               "turn_id": str(mid), "at": parse_beam_time(m.get("time_anchor"))})
             num = batch.get("batch_number", bi + 1)
