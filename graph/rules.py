@@ -144,7 +144,8 @@ def holds_state(statement: str) -> bool:
 
 def may_replace(new_statement: str, old_statement: str) -> bool:
     """Whether ``new_statement`` can replace ``old_statement`` at all, whatever a model proposes: both
-    hold state (``holds_state``), they are not two tasks in progress (``in_progress``), and a standing instruction ("Always include version numbers when I
+    hold state (``holds_state``), they are not two tasks in progress (``in_progress``), a first-person
+    state is replaced only by a first-person statement (``speaks_of_self``), and a standing instruction ("Always include version numbers when I
     ask about libraries") gives way only to another instruction. A remark on the same topic ("Given
     that I have to provide security best practices, …") restates or applies it; it does not revoke it
     (BEAM: 3 such edges, each spelling a wrong "superseded" into every context the instruction rode in).
@@ -157,12 +158,31 @@ def may_replace(new_statement: str, old_statement: str) -> bool:
     True
     >>> may_replace("I'm trying to validate the area of a garden plot", "I'm trying to apply Heron's formula")
     False
+    >>> may_replace("However, this approach could be a starting point.", "I'm trying to keep my app under 2.5MB")
+    False
     """
     if not (holds_state(new_statement) and holds_state(old_statement)):
         return False
     if in_progress(new_statement) and in_progress(old_statement):
         return False
-    return standing_instruction(new_statement) or not standing_instruction(old_statement)
+    if standing_instruction(new_statement) or standing_instruction(old_statement):
+        return standing_instruction(new_statement)  # an order gives way to an order, whatever its person
+    return speaks_of_self(new_statement) or not speaks_of_self(old_statement)
+
+
+# A person's own state ("I'm trying to keep my app under 2.5MB") changes when they say so about
+# themselves or what is theirs ("my app is 5MB now", "tea is my thing now"); a remark about something
+# else ("this approach could be a starting point") replaces nothing of theirs.
+_SELF = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|Im|Ive|my|me|mine|myself|we|we're|we've|our|ours|us|ourselves)\b", re.I)
+
+
+def speaks_of_self(statement: str) -> bool:
+    """True when ``statement`` is said in the first person (its ``"Name: "`` prefix left out).
+
+    >>> speaks_of_self("Tea is my thing now."), speaks_of_self("This approach could be a starting point.")
+    (True, False)
+    """
+    return _SELF.search(_HOLDER_PREFIX.sub("", statement.strip(), count=1)) is not None
 
 
 # A task in progress or a difficulty with one ("I'm trying to apply Heron's formula", "I'm kinda stuck on

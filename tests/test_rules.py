@@ -275,6 +275,11 @@ def test_holds_state(statement: str, ok: bool) -> None:
      "I'm trying to apply Heron's formula to find the area of a triangle", False),
     ("I'm kinda struggling with editing my drafts", "I'm trying to organize my essay draft better", False),
     ("I'm trying to switch from SQLite to PostgreSQL 15", "I'm using SQLite 3.39 as my database", True),
+    # a first-person state is replaced by what the person says of themselves, not by a remark on a thing
+    ("However, for the sake of keeping the app lightweight and under 2.5MB, this approach could be a starting point.",
+     "I'm trying to keep my weather app under 2.5MB", False),
+    ("Tea is my thing now.", "I drink coffee every morning.", True),
+    ("The gym closed down last month.", "The gym opens at six.", True),
     # neither side may be a question or a response
     ("I switched to tea.", "I drink coffee every morning.", True),
     ("How often do you hike now?", "I hike every weekend.", False),
