@@ -134,7 +134,7 @@ def holds_state(statement: str) -> bool:
     >>> holds_state("I switched to tea."), holds_state("How often do you hike now?"), holds_state("Keep it up!")
     (True, False, False)
     """
-    s = _HOLDER_PREFIX.sub("", statement.strip(), count=1).strip()
+    s = unprefixed(statement).strip()
     if not s:
         return False
     if s.endswith("?") or _QUESTION_START.match(s) or _SHARED_MEDIA.match(s) or _REQUEST.match(s) or _ASKS.search(s):
@@ -144,11 +144,12 @@ def holds_state(statement: str) -> bool:
 
 def may_replace(new_statement: str, old_statement: str) -> bool:
     """Whether ``new_statement`` can replace ``old_statement`` at all, whatever a model proposes: both
-    hold state (``holds_state``), they are not two tasks in progress (``in_progress``), a first-person
-    state is replaced only by a first-person statement (``speaks_of_self``), and a standing instruction ("Always include version numbers when I
-    ask about libraries") gives way only to another instruction. A remark on the same topic ("Given
-    that I have to provide security best practices, …") restates or applies it; it does not revoke it
-    (BEAM: 3 such edges, each spelling a wrong "superseded" into every context the instruction rode in).
+    hold state (``holds_state``), they are not two tasks in progress (``in_progress``), a standing
+    instruction ("Always include version numbers when I ask about libraries") gives way only to another
+    instruction, and a first-person state only to a first-person statement (``speaks_of_self``). A
+    remark on an instruction's topic ("Given that I have to provide security best practices, …")
+    restates or applies it; it does not revoke it (BEAM: 3 such edges, each spelling a wrong
+    "superseded" into every context the instruction rode in).
 
     >>> may_replace("Always answer in French.", "Always answer in English.")
     True
@@ -165,9 +166,19 @@ def may_replace(new_statement: str, old_statement: str) -> bool:
         return False
     if in_progress(new_statement) and in_progress(old_statement):
         return False
-    if standing_instruction(new_statement) or standing_instruction(old_statement):
-        return standing_instruction(new_statement)  # an order gives way to an order, whatever its person
+    order = standing_instruction(new_statement)
+    if order or standing_instruction(old_statement):
+        return order  # an order gives way to an order, whatever its person
     return speaks_of_self(new_statement) or not speaks_of_self(old_statement)
+
+
+def unprefixed(statement: str) -> str:
+    """``statement`` without its ``"Name: "`` holder prefix (and outer whitespace).
+
+    >>> unprefixed("Andrew: I miss hiking.")
+    'I miss hiking.'
+    """
+    return _HOLDER_PREFIX.sub("", statement.strip(), count=1)
 
 
 # A person's own state ("I'm trying to keep my app under 2.5MB") changes when they say so about
@@ -182,7 +193,7 @@ def speaks_of_self(statement: str) -> bool:
     >>> speaks_of_self("Tea is my thing now."), speaks_of_self("This approach could be a starting point.")
     (True, False)
     """
-    return _SELF.search(_HOLDER_PREFIX.sub("", statement.strip(), count=1)) is not None
+    return _SELF.search(unprefixed(statement)) is not None
 
 
 # A task in progress or a difficulty with one ("I'm trying to apply Heron's formula", "I'm kinda stuck on
@@ -203,7 +214,7 @@ def in_progress(statement: str) -> bool:
     >>> in_progress("I use SQLite for my database."), in_progress("I'm planning a trip to Kyoto.")
     (False, False)
     """
-    return _IN_PROGRESS.search(_HOLDER_PREFIX.sub("", statement.strip(), count=1)) is not None
+    return _IN_PROGRESS.search(unprefixed(statement)) is not None
 
 
 # A shared photo ("shared an image: a photo of a clothing store", the offline extractor's rendering of a LoCoMo
