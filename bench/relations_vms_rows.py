@@ -7,6 +7,11 @@ outdated one. The current item often restates the old context ("prefers X *over 
 can be an outdated sentence; when that sentence is (rightly) superseded, plain ``wrong_way`` counts it.
 
     python bench/relations_vms_rows.py --skip-rows 40 --rows 50 [--adjudicator rules] [--only v11_000507 ...] > rows.txt
+
+End-to-end cross-validation (docs/results/relations.md, revision 8): train without a block of rows, score it:
+
+    evomem train-relations --config relations-default --set output_dir=runs/cv-0 "memsyco_heldout=[0,48]" "compare=[]"
+    python bench/relations_vms_rows.py --skip-rows 0 --rows 48 --quiet --set 'artefact_dir="runs/cv-0"'
 """
 
 from __future__ import annotations
@@ -59,7 +64,7 @@ def main() -> None:
     rows = [r for r in rows if r.policy == "update" or any(i.status == "current" for i in r.items)]
     rows = rows[a.skip_rows: a.skip_rows + a.rows]
     rows = [r for r in rows if not a.only or r.id in a.only]
-    keys = ("current_hit", "outdated_leak", "current_valid", "wrong_way", "outdated_marked")
+    keys = ("current_hit", "outdated_leak", "current_valid", "wrong_way", "outdated_marked", "out_of_order")
     tot = dict.fromkeys((*keys, "wrong_way_nearest"), 0.0)
 
     def emb(t: list[str]) -> np.ndarray:
@@ -71,7 +76,10 @@ def main() -> None:
         b = retrieve(mem.store, user, row.question, emb([row.question])[0].tolist(), RetrievalConfig(k=10))
         snap = mem.store.load_snapshot(user)
         val = validity_map(snap, list(snap.facts))
-        r = score_row(row, b, {f: x.statement for f, x in snap.facts.items()}, emb, 0.45, val)
+        turn_pos = {row.session.turn_id(i): i for i in range(len(row.session.turns))}
+        position = {fid: turn_pos[f.source_turn_ids[0]] for fid, f in snap.facts.items()
+                    if f.source_turn_ids and f.source_turn_ids[0] in turn_pos}
+        r = score_row(row, b, {f: x.statement for f, x in snap.facts.items()}, emb, 0.45, val, position)
         user_facts = sorted((f for f in snap.facts.values() if f.holder == "user"), key=lambda f: (_turn(f), f.fact_id))
         cur = [p for it in row.items if it.status == "current" for p in it.parts()]
         old = [p for it in row.items if it.status == "outdated" for p in it.parts()]

@@ -18,6 +18,11 @@ disputed: a relation pointing the wrong way or at the wrong fact), ``current_val
 wrongly superseded), ``outdated_marked`` (the outdated item's fact was retrieved and arrived marked)
 and ``outdated_leak_any``, a stricter leak: items split at ';', and *any* retrieved unmarked fact
 that is nearer to an outdated part than to every other part (at the threshold) counts.
+``out_of_order`` (given the facts' turn positions): the outdated item's stored fact is not older than the
+current item's (the same turn or a later one: a change turn that names the old view, "I used to avoid film
+festivals, but now I seek them out", or the old view recounted after the change). No relation that points
+from the later statement to the earlier can mark that fact while the current one stays current, so the
+report also gives leak and current-still-current over the rows whose two facts are in order.
 Why 0.45: on the dev rows the best-matching stored fact of a gold item scores 0.61 / 0.71 / 0.77
 (10th / 50th / 75th percentile) with the offline extractor, while an arbitrary fact of the same dialogue
 scores 0.35 at the median; 0.45 accepts every genuine best match and rejects the bulk of same-topic
@@ -80,6 +85,8 @@ class RowResult(BaseModel):
     outdated_marked: bool
     outdated_leak_any: bool = False
     wrong_way: bool = Field(default=False, description="The current item's stored fact is itself superseded or disputed.")
+    out_of_order: bool = Field(default=False, description="The outdated item's stored fact is not older than the "
+                               "current item's (same turn or later): no later-replaces-earlier relation can mark it.")
     facts: int
     current_fact: str | None = None
     leaked_fact: str | None = None
@@ -98,6 +105,12 @@ class MemsycoReport(BaseModel):
     outdated_leak_any: float = Field(default=0.0, description="Stricter leak: any retrieved unmarked fact nearest an outdated part.")
     wrong_way: float = Field(default=0.0, description="Rows whose current item's stored fact (retrieved or not) ends up "
                              "non-current (superseded or disputed): a relation pointing the wrong way or at the wrong fact.")
+    out_of_order: float = Field(default=0.0, description="Rows whose outdated item's stored fact is not older than "
+                                "the current item's: the part of leak and wrong way that the matching, not a "
+                                "relation, decides.")
+    outdated_leak_in_order: float = Field(default=0.0, description="Outdated leak over the rows that are not out of order.")
+    current_valid_in_order: float = Field(default=0.0, description="Current still current over the rows that are not "
+                                          "out of order.")
     leak_kinds: dict[str, int] = Field(default_factory=dict, description="Leaking facts by kind: events and experiences "
                                        "are never superseded by design (they happened), states should be.")
     errors: int = 0
@@ -110,8 +123,10 @@ class MemsycoReport(BaseModel):
 
 
 def score_row(row: MemsycoRow, bundle: EvidenceBundle, statements: dict[str, str], embed: Callable[[list[str]], np.ndarray],
-              threshold: float, validity: dict[str, str] | None = None) -> RowResult:
-    """Score one retrieved bundle against the row's gold items (pure given the embedder)."""
+              threshold: float, validity: dict[str, str] | None = None,
+              position: dict[str, int] | None = None) -> RowResult:
+    """Score one retrieved bundle against the row's gold items (pure given the embedder). ``position``: each
+    fact's turn index in the dialogue (for ``out_of_order``)."""
     items = [(it.status, it.content) for it in row.items if it.status in ("current", "outdated")]
     parts = [(it.status, p) for it in row.items if it.status in ("current", "outdated") for p in it.parts()]
     ids = list(statements)
@@ -152,8 +167,11 @@ def score_row(row: MemsycoRow, bundle: EvidenceBundle, statements: dict[str, str
     leak_any = any(nearest.get(fid) == "outdated" and it.state.validity not in MARKED for fid, it in by_id.items())
     cur_all = {fid for j, fid in best.items() if items[j][0] == "current"}
     wrong = any((validity or {}).get(fid, "current") in ("superseded", "disputed") for fid in cur_all)
+    old_all = {fid for j, fid in best.items() if items[j][0] == "outdated"}
+    pos = position or {}
+    late = any(pos.get(o, -1) >= pos.get(c, 1 << 30) for o in old_all for c in cur_all)
     return RowResult(id=row.id, subtype=row.subtype, current_hit=hit, outdated_leak=bool(leaks), order=order,
-                     wrong_way=wrong,
+                     wrong_way=wrong, out_of_order=late,
                      current_valid=any(by_id[fid].state.validity == "current" for fid in cur),
                      outdated_marked=any(by_id[fid].state.validity in MARKED for fid in old),
                      outdated_leak_any=leak_any, facts=len(ids),
@@ -204,18 +222,26 @@ def _run(rows: list[MemsycoRow], ingestor: Ingestor, memo: _Memo, cfg: MemsycoEv
         snap = mem.store.load_snapshot(user)
         statements = {fid: f.statement for fid, f in snap.facts.items()}
         validity = validity_map(snap, list(snap.facts))
-        results.append(score_row(row, bundle, statements, memo.embed, cfg.match_threshold, validity))
+        turn_pos = {row.session.turn_id(i): i for i in range(len(row.session.turns))}
+        position = {fid: turn_pos[f.source_turn_ids[0]] for fid, f in snap.facts.items()
+                    if f.source_turn_ids and f.source_turn_ids[0] in turn_pos}
+        results.append(score_row(row, bundle, statements, memo.embed, cfg.match_threshold, validity, position))
         if progress:
             progress(n + 1, len(rows))
     ok = results
     n_rows = len(ok)
 
-    def mean(attr: str) -> float:
-        return round(sum(getattr(r, attr) for r in ok) / n_rows, 4) if n_rows else 0.0
+    def mean(attr: str, among: list[RowResult] | None = None) -> float:
+        rs = ok if among is None else among
+        return round(sum(getattr(r, attr) for r in rs) / len(rs), 4) if rs else 0.0
+
+    in_order = [r for r in ok if not r.out_of_order]
 
     return MemsycoReport(current_hit=mean("current_hit"), outdated_leak=mean("outdated_leak"), order=mean("order"),
                          n_rows=n_rows, current_valid=mean("current_valid"), outdated_marked=mean("outdated_marked"),
                          outdated_leak_any=mean("outdated_leak_any"), wrong_way=mean("wrong_way"),
+                         out_of_order=mean("out_of_order"), outdated_leak_in_order=mean("outdated_leak", in_order),
+                         current_valid_in_order=mean("current_valid", in_order),
                          leak_kinds=dict(Counter(r.leaked_kind for r in ok if r.leaked_kind).most_common()),
                          errors=sum(1 for r in results if r.error), match_threshold=cfg.match_threshold, k=cfg.k,
                          extractor=ingestor.extractor.name, llm_calls_per_session=round(calls / max(1, n_rows), 3),

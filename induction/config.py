@@ -86,8 +86,11 @@ class RelationModelConfig(_Cfg):
     same_holder_conflict_threshold: float = Field(default=0.8, ge=0.0, le=1.0, description="Stricter bar for a conflict "
                                                   "between two statements of one holder (a person rarely contradicts "
                                                   "themself without a change; a false dispute hides a current fact).")
-    duplicate_threshold: float = Field(default=0.9, ge=0.0, le=1.0, description="P(duplicate) at/above which a new fact "
-                                       "is dropped as a restatement of an older one of the same holder.")
+    duplicate_threshold: float = Field(default=1.0, ge=0.0, le=1.0, description="P(duplicate) at/above which a new fact "
+                                       "is dropped as a restatement of an older one of the same holder; 1.0 = never "
+                                       "(default): a restatement keeps its own turn as evidence, and the class has "
+                                       "30 training pairs (at 0.9 the structural model dropped two different "
+                                       "photos of a table as one, costing LoCoMo category 1 two questions).")
     require_change_evidence: bool = Field(default=True, description="A replacement needs the newer statement to say "
                                           "something changed (graph.rules.change_evidenced); off = the model alone.")
     max_candidates: int = Field(default=12, ge=1, le=100, description="Candidate partners scored per new fact, closest first.")

@@ -88,3 +88,36 @@ def test_dev_slice_floor_with_minilm(tmp_path: Path, bench_data: Path) -> None:
     rep = evaluate_memsyco(bench_data / "memsyco-bench", Ingestor(m, OfflineExtractor()), MemsycoEvalConfig(limit=20))
     assert rep.n_rows == 20 and rep.errors == 0
     assert rep.current_hit >= 0.85 and rep.order >= 0.75 and rep.current_valid >= 0.65 and rep.outdated_marked >= 0.15
+
+
+def _keyword_embed(texts: list[str]) -> Any:
+    import numpy as np
+
+    # a fake embedder for the matching logic only: one axis per topic word
+    v = np.array([[float("hik" in t.lower()), float("beach" in t.lower()), 0.1] for t in texts], dtype=np.float32)
+    return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("old_pos,new_pos,out_of_order", [
+    (0, 2, False),  # the old view, then the change: a later-replaces-earlier relation can mark it
+    (4, 2, True),   # the old view recounted after the change
+    (2, 2, True),   # one turn names both ("I used to love hiking, but now beach trips")
+])
+def test_out_of_order_rows_are_told_apart(old_pos: int, new_pos: int, out_of_order: bool) -> None:
+    from types import SimpleNamespace
+
+    from evaluation.memsyco_selection import score_row
+    from induction.adapters import MemsycoRow
+
+    row = MemsycoRow.model_validate({"id": "r", "task": "valid_memory_selection", "question": "q", "policy": "update",
+                                     "session": {"session_id": "s", "user_id": "u", "turns": [{"role": "user", "text": "x"}]},
+                                     "items": [{"content": "Loves hiking.", "type": "preference", "status": "outdated"},
+                                               {"content": "Prefers beach trips.", "type": "preference", "status": "current"}]})
+    statements = {"f_old": "I love hiking.", "f_new": "I prefer beach trips."}
+    items = [SimpleNamespace(fact=SimpleNamespace(fact_id=f, statement=t, kind="preference"), state=SimpleNamespace(validity="current")) for f, t in statements.items()]
+    bundle = SimpleNamespace(items=items, explain=SimpleNamespace(seeds=[SimpleNamespace(fact_id=f) for f in statements]))
+    r = score_row(row, bundle, statements, _keyword_embed, 0.45,  # type: ignore[arg-type]
+                  {"f_old": "current", "f_new": "current"}, {"f_old": old_pos, "f_new": new_pos})
+    assert r.current_hit and r.outdated_leak  # both retrieved, the old one unmarked
+    assert r.out_of_order is out_of_order
+    assert score_row(row, bundle, statements, _keyword_embed, 0.45).out_of_order is False  # type: ignore[arg-type]

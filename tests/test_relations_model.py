@@ -271,8 +271,12 @@ def test_an_old_turn_that_only_said_lately_reported_no_change() -> None:
 
 
 def test_duplicates_need_the_same_holder_and_superseded_facts_are_not_candidates() -> None:
-    adj = ModelAdjudicator(_Always("duplicate"), HashEmbedder(8), RelationModelConfig())
     c = _cand("new", "I love jazz.", "preference", seq=2)
+    # by default the model's duplicate label drops nothing: a restatement keeps its own turn as evidence
+    keep = ModelAdjudicator(_Always("duplicate"), HashEmbedder(8), RelationModelConfig())
+    assert keep.adjudicate(_resolution(c, [_fact("old", "I love jazz!", "preference")]),
+                           Snapshot(user_id="u")).decisions[0].label == "new"
+    adj = ModelAdjudicator(_Always("duplicate"), HashEmbedder(8), RelationModelConfig(duplicate_threshold=0.9))
     d = adj.adjudicate(_resolution(c, [_fact("old", "I love jazz!", "preference")]), Snapshot(user_id="u")).decisions[0]
     assert d.label == "duplicate" and d.duplicate_of == "old"
     other = adj.adjudicate(_resolution(c, [_fact("old", "I love jazz!", "preference", "Ann")]), Snapshot(user_id="u"))

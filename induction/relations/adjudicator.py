@@ -222,7 +222,8 @@ class ModelAdjudicator:
             return f.kind, f.holder
 
         best = int(np.argmax(P[:, DUP]))
-        if P[best, DUP] >= cfg.duplicate_threshold and info(cands[best].fact_id)[1] == holder:
+        dup = cfg.duplicate_threshold < 1.0 and P[best, DUP] >= cfg.duplicate_threshold  # 1.0: never drop
+        if dup and info(cands[best].fact_id)[1] == holder:
             d.label, d.duplicate_of = "duplicate", cands[best].fact_id
             d.reason = f"model: duplicate (p={P[best, DUP]:.2f})"
             return
