@@ -27,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from evaluation.memsyco_selection import score_row  # noqa: E402
+from evaluation.memsyco_selection import score_row, turn_positions  # noqa: E402
 from evomem.settings import Settings  # noqa: E402
 from graph.retrieval import RetrievalConfig, retrieve  # noqa: E402
 from induction.adapters import load_memsyco  # noqa: E402
@@ -76,10 +76,7 @@ def main() -> None:
         b = retrieve(mem.store, user, row.question, emb([row.question])[0].tolist(), RetrievalConfig(k=10))
         snap = mem.store.load_snapshot(user)
         val = validity_map(snap, list(snap.facts))
-        turn_pos = {row.session.turn_id(i): i for i in range(len(row.session.turns))}
-        position = {fid: turn_pos[f.source_turn_ids[0]] for fid, f in snap.facts.items()
-                    if f.source_turn_ids and f.source_turn_ids[0] in turn_pos}
-        r = score_row(row, b, {f: x.statement for f, x in snap.facts.items()}, emb, 0.45, val, position)
+        r = score_row(row, b, {f: x.statement for f, x in snap.facts.items()}, emb, 0.45, val, turn_positions(row, snap))
         user_facts = sorted((f for f in snap.facts.values() if f.holder == "user"), key=lambda f: (_turn(f), f.fact_id))
         cur = [p for it in row.items if it.status == "current" for p in it.parts()]
         old = [p for it in row.items if it.status == "outdated" for p in it.parts()]

@@ -40,6 +40,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from graph.retrieval import EvidenceBundle, RetrievalConfig, retrieve
+from graph.snapshot import Snapshot
 from induction.adapters import MemsycoRow, load_memsyco
 from induction.branch import validity_map
 from induction.pipeline import Ingestor, IngestError
@@ -181,6 +182,13 @@ def score_row(row: MemsycoRow, bundle: EvidenceBundle, statements: dict[str, str
                      outdated_fact=next((statements[fid] for j, fid in best.items() if items[j][0] == "outdated"), None))
 
 
+def turn_positions(row: MemsycoRow, snap: Snapshot) -> dict[str, int]:
+    """Each stored fact's turn index in the row's dialogue (``score_row``'s ``position``)."""
+    turn_pos = {row.session.turn_id(i): i for i in range(len(row.session.turns))}
+    return {fid: turn_pos[f.source_turn_ids[0]] for fid, f in snap.facts.items()
+            if f.source_turn_ids and f.source_turn_ids[0] in turn_pos}
+
+
 def evaluate_memsyco(data_dir: str | Path, ingestor: Ingestor, cfg: MemsycoEvalConfig | None = None,
                      progress: Callable[[int, int], None] | None = None) -> MemsycoReport:
     cfg = cfg or MemsycoEvalConfig()
@@ -222,10 +230,8 @@ def _run(rows: list[MemsycoRow], ingestor: Ingestor, memo: _Memo, cfg: MemsycoEv
         snap = mem.store.load_snapshot(user)
         statements = {fid: f.statement for fid, f in snap.facts.items()}
         validity = validity_map(snap, list(snap.facts))
-        turn_pos = {row.session.turn_id(i): i for i in range(len(row.session.turns))}
-        position = {fid: turn_pos[f.source_turn_ids[0]] for fid, f in snap.facts.items()
-                    if f.source_turn_ids and f.source_turn_ids[0] in turn_pos}
-        results.append(score_row(row, bundle, statements, memo.embed, cfg.match_threshold, validity, position))
+        results.append(score_row(row, bundle, statements, memo.embed, cfg.match_threshold, validity,
+                                 turn_positions(row, snap)))
         if progress:
             progress(n + 1, len(rows))
     ok = results
