@@ -170,7 +170,7 @@ def score_row(row: MemsycoRow, bundle: EvidenceBundle, statements: dict[str, str
     wrong = any((validity or {}).get(fid, "current") in ("superseded", "disputed") for fid in cur_all)
     old_all = {fid for j, fid in best.items() if items[j][0] == "outdated"}
     pos = position or {}
-    late = any(pos.get(o, -1) >= pos.get(c, 1 << 30) for o in old_all for c in cur_all)
+    late = any(pos[o] >= pos[c] for o in old_all & pos.keys() for c in cur_all & pos.keys())
     return RowResult(id=row.id, subtype=row.subtype, current_hit=hit, outdated_leak=bool(leaks), order=order,
                      wrong_way=wrong, out_of_order=late,
                      current_valid=any(by_id[fid].state.validity == "current" for fid in cur),

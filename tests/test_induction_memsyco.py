@@ -114,7 +114,8 @@ def test_out_of_order_rows_are_told_apart(old_pos: int, new_pos: int, out_of_ord
                                      "items": [{"content": "Loves hiking.", "type": "preference", "status": "outdated"},
                                                {"content": "Prefers beach trips.", "type": "preference", "status": "current"}]})
     statements = {"f_old": "I love hiking.", "f_new": "I prefer beach trips."}
-    items = [SimpleNamespace(fact=SimpleNamespace(fact_id=f, statement=t, kind="preference"), state=SimpleNamespace(validity="current")) for f, t in statements.items()]
+    items = [SimpleNamespace(fact=SimpleNamespace(fact_id=f, statement=t, kind="preference"),
+                             state=SimpleNamespace(validity="current")) for f, t in statements.items()]
     bundle = SimpleNamespace(items=items, explain=SimpleNamespace(seeds=[SimpleNamespace(fact_id=f) for f in statements]))
     r = score_row(row, bundle, statements, _keyword_embed, 0.45,  # type: ignore[arg-type]
                   {"f_old": "current", "f_new": "current"}, {"f_old": old_pos, "f_new": new_pos})
