@@ -1,10 +1,8 @@
 """MemSyco valid_memory_selection row by row: which outdated fact leaks, which edges exist, which fact the
 current item's matching fact was superseded by (the diagnosis behind docs/results/relations.md).
 
-Scores with the eval's own ``score_row`` (same matching, same numbers as ``evomem eval memsyco``) and adds
-``wrong_way_nearest``: the current item's fact chosen only among facts nearer the current item than the
-outdated one. The current item often restates the old context ("prefers X *over Y*"), so its best match
-can be an outdated sentence; when that sentence is (rightly) superseded, plain ``wrong_way`` counts it.
+Scores with the eval's own ``score_row`` (same matching, same numbers as ``evomem eval memsyco``;
+``--matching greedy`` gives the figures of revisions 1-8).
 
     python bench/relations_vms_rows.py --skip-rows 40 --rows 50 [--adjudicator rules] [--only v11_000507 ...] > rows.txt
 
@@ -50,6 +48,8 @@ def main() -> None:
     ap.add_argument("--adjudicator", default="model")
     ap.add_argument("--only", nargs="*", default=None, help="Row ids to run (default: all in the range).")
     ap.add_argument("--quiet", action="store_true", help="Only the per-row line and the totals.")
+    ap.add_argument("--matching", default="nearest_item", choices=["nearest_item", "greedy"],
+                    help="How a gold item finds its stored fact (evaluation/memsyco_selection.py).")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON",
                     help="Relation-model settings (induction.config.RelationModelConfig), e.g. change_needs_reversal=true.")
     a = ap.parse_args()
@@ -65,7 +65,7 @@ def main() -> None:
     rows = rows[a.skip_rows: a.skip_rows + a.rows]
     rows = [r for r in rows if not a.only or r.id in a.only]
     keys = ("current_hit", "outdated_leak", "current_valid", "wrong_way", "outdated_marked", "out_of_order")
-    tot = dict.fromkeys((*keys, "wrong_way_nearest"), 0.0)
+    tot = dict.fromkeys(keys, 0.0)
 
     def emb(t: list[str]) -> np.ndarray:
         return np.asarray(mem.embedder.embed(t))
@@ -76,24 +76,13 @@ def main() -> None:
         b = retrieve(mem.store, user, row.question, emb([row.question])[0].tolist(), RetrievalConfig(k=10))
         snap = mem.store.load_snapshot(user)
         val = validity_map(snap, list(snap.facts))
-        r = score_row(row, b, {f: x.statement for f, x in snap.facts.items()}, emb, 0.45, val, turn_positions(row, snap))
+        r = score_row(row, b, {f: x.statement for f, x in snap.facts.items()}, emb, 0.45, val, turn_positions(row, snap),
+                      a.matching)
         user_facts = sorted((f for f in snap.facts.values() if f.holder == "user"), key=lambda f: (_turn(f), f.fact_id))
-        cur = [p for it in row.items if it.status == "current" for p in it.parts()]
-        old = [p for it in row.items if it.status == "outdated" for p in it.parts()]
-        near_wrong, cf = False, None
-        if user_facts and cur:
-            F = emb([f.statement for f in user_facts])
-            sc = (F @ emb(cur).T).max(1)
-            so = (F @ emb(old).T).max(1) if old else np.full(len(user_facts), -1.0)
-            ok = [n for n in np.argsort(-sc) if sc[n] >= 0.45 and sc[n] > so[n]]
-            if ok:
-                cf = user_facts[int(ok[0])]
-                near_wrong = val.get(cf.fact_id) in ("superseded", "disputed")
         for k in keys:
             tot[k] += float(getattr(r, k))
-        tot["wrong_way_nearest"] += float(near_wrong)
         print("=" * 100)
-        print(f"ROW {row.id} " + " ".join(f"{k}={int(getattr(r, k))}" for k in keys) + f" wrong_way_nearest={int(near_wrong)}")
+        print(f"ROW {row.id} " + " ".join(f"{k}={int(getattr(r, k))}" for k in keys))
         if a.quiet:
             continue
         print("Q:", row.question)
@@ -105,8 +94,8 @@ def main() -> None:
             print(f"   {tag} [{f.kind[:5]}] {_turn(f):>3} {f.fact_id[-6:]} {f.statement[:150]}")
         if r.leaked_fact:
             print(f"   LEAKED [{r.leaked_kind}]: {r.leaked_fact[:140]}")
-        if cf is not None:
-            print(f"   CURRENT-FACT {cf.fact_id[-6:]} {val.get(cf.fact_id)}: {cf.statement[:120]}")
+        if r.current_fact:
+            print(f"   CURRENT-FACT (retrieved): {r.current_fact[:120]}")
         for rel in snap.relations.values():
             src, dst = snap.facts[rel.src], snap.facts[rel.dst]
             print(f"   EDGE {rel.type} t{_turn(src)}->t{_turn(dst)} {rel.src[-6:]} -> {rel.dst[-6:]}  {rel.reason}")

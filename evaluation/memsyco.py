@@ -28,7 +28,7 @@ from types import SimpleNamespace
 from functools import partial
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel
@@ -157,7 +157,7 @@ def evaluate_task(rows: Sequence[MemsycoRow], task: str, ingestor: Ingestor, k: 
 
 
 def memsyco_report(data: str | Path, ingestor: Ingestor, k: int = 10, threshold: float = 0.45, limit: int | None = None,
-                   skip: int = 0,
+                   skip: int = 0, matching: Literal["nearest_item", "greedy"] = "nearest_item",
                    tasks: Sequence[str] | None = None, user_prefix: str = "memsyco-",
                    progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """All MemSyco-Bench task files found in ``data``; the top level is valid_memory_selection."""
@@ -176,7 +176,7 @@ def memsyco_report(data: str | Path, ingestor: Ingestor, k: int = 10, threshold:
     try:
         if UPDATE_FILE[:-6] in present:
             vms = evaluate_memsyco(root, ingestor, MemsycoEvalConfig(file=UPDATE_FILE, k=k, match_threshold=threshold,
-                                                                     limit=limit, skip=skip),
+                                                                     limit=limit, skip=skip, matching=matching),
                                    (lambda n, tot: progress(UPDATE_FILE[:-6], n, tot)) if progress else None)
             rows = vms.rows
             rep.update(vms.model_dump(mode="json", exclude={"rows"}))

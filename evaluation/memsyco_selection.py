@@ -6,8 +6,16 @@ the row's question (``k`` seeds + relation traversal), then score against the go
 - Matching (documented threshold ``match_threshold`` = 0.45 cosine of L2-normalized MiniLM vectors;
   embeddings, not strings; the answer key is only read here, after ingest): the stored fact that stands
   for a gold item is the user's stored fact most similar to the whole item text, if that cosine reaches
-  the threshold (below it the item counts as not stored). The current item picks first; the outdated
-  item may not take the same fact (one fact cannot be both).
+  the threshold (below it the item counts as not stored), among the facts nearer to that item than to
+  every item of the other status (``matching="nearest_item"``, the default; an item is as near a fact as
+  the nearer of its whole text and its ';'-separated parts: "We watched a mix of classic and modern horror
+  films" is nearer the outdated part "Enjoys watching a mix of classic and modern horror films" than the
+  current item, though not nearer the outdated item's whole text). Why: a current item often
+  restates the old view it replaces ("Prefers documentary content over fictional narratives"), so the
+  fact most similar to it can be a sentence of the old view; read as the current item's fact, that
+  sentence, rightly superseded, counted as a wrong-way relation, and the outdated item, pushed off it,
+  took its second-best fact. ``matching="greedy"`` is the earlier rule (the current item picks first, the
+  outdated item may not take the same fact), kept to compare with earlier figures.
 - current_hit: the current item's fact is among the retrieved facts.
 - outdated_leak: the outdated item's fact is retrieved and not marked superseded (validity ``current``
   or ``disputed``; ``superseded``, ``expired`` and ``retracted`` count as marked).
@@ -35,6 +43,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
@@ -72,6 +81,10 @@ class MemsycoEvalConfig(BaseModel):
     k: int = Field(default=10, ge=1, le=200, description="Seed facts retrieved per question.")
     match_threshold: float = Field(default=0.45, ge=0.0, le=1.0,
                                    description="Min cosine (MiniLM by default) for a stored fact to match a gold item part.")
+    matching: Literal["nearest_item", "greedy"] = Field(
+        default="nearest_item", description="How a gold item finds its stored fact: the most similar fact among those "
+        "nearer to it than to every item of the other status (nearest_item), or the most similar fact, the current "
+        "item choosing first (greedy: the rule before revision 9 of docs/results/relations.md).")
     limit: int | None = Field(default=None, ge=1, description="Score only the first N rows (quick runs).")
     skip: int = Field(default=0, ge=0, description="Leave out the first N rows (e.g. the rows a model was trained on).")
 
@@ -116,6 +129,7 @@ class MemsycoReport(BaseModel):
                                        "are never superseded by design (they happened), states should be.")
     errors: int = 0
     match_threshold: float
+    matching: str = "nearest_item"
     k: int
     extractor: str
     llm_calls_per_session: float = 0.0
@@ -123,33 +137,53 @@ class MemsycoReport(BaseModel):
     rows: list[RowResult] = Field(default_factory=list)
 
 
+def match_items(status: Sequence[str], ids: Sequence[str], sims: np.ndarray, threshold: float,
+                matching: Literal["nearest_item", "greedy"] = "nearest_item") -> dict[int, str]:
+    """Gold item index -> the stored fact standing for it (``sims``: facts x items cosines); unmatched
+    items are absent. See the module docstring for the two rules."""
+    best: dict[int, str] = {}
+    if matching == "nearest_item":
+        for j, st in enumerate(status):
+            others = [i for i, o in enumerate(status) if o != st]
+            rival = sims[:, others].max(1) if others else np.full(len(ids), -np.inf)
+            ok = [n for n in np.argsort(-sims[:, j]) if sims[n, j] >= threshold and sims[n, j] > rival[n]]
+            if ok:
+                best[j] = ids[int(ok[0])]
+        return best
+    taken: set[str] = set()  # greedy: current items choose first; an outdated item may not reuse their fact
+    for j in sorted(range(len(status)), key=lambda j: status[j] != "current"):
+        for n in np.argsort(-sims[:, j]):
+            if sims[n, j] < threshold:
+                break
+            if status[j] == "outdated" and ids[n] in taken:
+                continue
+            best[j] = ids[n]
+            if status[j] == "current":
+                taken.add(ids[n])
+            break
+    return best
+
+
 def score_row(row: MemsycoRow, bundle: EvidenceBundle, statements: dict[str, str], embed: Callable[[list[str]], np.ndarray],
               threshold: float, validity: dict[str, str] | None = None,
-              position: dict[str, int] | None = None) -> RowResult:
+              position: dict[str, int] | None = None,
+              matching: Literal["nearest_item", "greedy"] = "nearest_item") -> RowResult:
     """Score one retrieved bundle against the row's gold items (pure given the embedder). ``position``: each
     fact's turn index in the dialogue (for ``out_of_order``)."""
-    items = [(it.status, it.content) for it in row.items if it.status in ("current", "outdated")]
-    parts = [(it.status, p) for it in row.items if it.status in ("current", "outdated") for p in it.parts()]
+    gold = [it for it in row.items if it.status in ("current", "outdated")]
+    items = [(it.status, it.content) for it in gold]
+    parts = [(it.status, p) for it in gold for p in it.parts()]
     ids = list(statements)
     if not items or not ids:
         return RowResult(id=row.id, subtype=row.subtype, current_hit=False, outdated_leak=False, order=False,
                          current_valid=False, outdated_marked=False, facts=len(ids))
     f = embed([statements[i] for i in ids])
     sims = np.asarray(f) @ np.asarray(embed([c for _, c in items])).T  # facts x items
-    # The stored fact matching a gold item = its most similar fact at/above the threshold; current items
-    # choose first and an outdated item may not reuse their fact (one fact cannot be both).
-    best: dict[int, str] = {}
-    taken: set[str] = set()
-    for j in sorted(range(len(items)), key=lambda j: items[j][0] != "current"):
-        for n in np.argsort(-sims[:, j]):
-            if sims[n, j] < threshold:
-                break
-            if items[j][0] == "outdated" and ids[n] in taken:
-                continue
-            best[j] = ids[n]
-            if items[j][0] == "current":
-                taken.add(ids[n])
-            break
+    ps = np.asarray(f) @ np.asarray(embed([p for _, p in parts])).T  # facts x parts
+    if matching == "nearest_item":  # an item is as near a fact as the nearer of its whole text and its parts
+        of = np.asarray([j for j, it in enumerate(gold) for _ in it.parts()])
+        sims = np.stack([np.maximum(sims[:, j], ps[:, of == j].max(1, initial=-1.0)) for j in range(len(items))], axis=1)
+    best = match_items([s for s, _ in items], ids, sims, threshold, matching)
     by_id = {it.fact.fact_id: it for it in bundle.items}
     seed_rank = {s.fact_id: i for i, s in enumerate(bundle.explain.seeds)}
 
@@ -163,7 +197,6 @@ def score_row(row: MemsycoRow, bundle: EvidenceBundle, statements: dict[str, str
     order = hit and all(rank(cur[0]) < rank(fid) for fid in leaks)
     # Stricter variant: items split at ';' and every retrieved fact nearer an outdated part than to any
     # other part (at the threshold) must arrive marked.
-    ps = np.asarray(f) @ np.asarray(embed([p for _, p in parts])).T
     nearest = {ids[n]: parts[int(np.argmax(ps[n]))][0] for n in range(len(ids)) if ps[n].max() >= threshold}
     leak_any = any(nearest.get(fid) == "outdated" and it.state.validity not in MARKED for fid, it in by_id.items())
     cur_all = {fid for j, fid in best.items() if items[j][0] == "current"}
@@ -231,7 +264,7 @@ def _run(rows: list[MemsycoRow], ingestor: Ingestor, memo: _Memo, cfg: MemsycoEv
         statements = {fid: f.statement for fid, f in snap.facts.items()}
         validity = validity_map(snap, list(snap.facts))
         results.append(score_row(row, bundle, statements, memo.embed, cfg.match_threshold, validity,
-                                 turn_positions(row, snap)))
+                                 turn_positions(row, snap), cfg.matching))
         if progress:
             progress(n + 1, len(rows))
     ok = results
@@ -249,6 +282,7 @@ def _run(rows: list[MemsycoRow], ingestor: Ingestor, memo: _Memo, cfg: MemsycoEv
                          out_of_order=mean("out_of_order"), outdated_leak_in_order=mean("outdated_leak", in_order),
                          current_valid_in_order=mean("current_valid", in_order),
                          leak_kinds=dict(Counter(r.leaked_kind for r in ok if r.leaked_kind).most_common()),
-                         errors=sum(1 for r in results if r.error), match_threshold=cfg.match_threshold, k=cfg.k,
+                         errors=sum(1 for r in results if r.error), match_threshold=cfg.match_threshold,
+                         matching=cfg.matching, k=cfg.k,
                          extractor=ingestor.extractor.name, llm_calls_per_session=round(calls / max(1, n_rows), 3),
                          seconds=round(time.perf_counter() - t0, 2), rows=results)

@@ -137,7 +137,8 @@ def holds_state(statement: str) -> bool:
     s = unprefixed(statement).strip()
     if not s:
         return False
-    if s.endswith("?") or _QUESTION_START.match(s) or _SHARED_MEDIA.match(s) or _REQUEST.match(s) or _ASKS.search(s):
+    # a line ending in a colon introduces what follows (pasted code, a list): "And my JS chart code:"
+    if s.endswith(("?", ":")) or _QUESTION_START.match(s) or _SHARED_MEDIA.match(s) or _REQUEST.match(s) or _ASKS.search(s):
         return False
     return not (_RESPONSE.match(s) or _COMPLIMENT.search(s) or _ANNOUNCEMENT.search(s))
 

@@ -102,9 +102,12 @@ class RelationModelConfig(_Cfg):
     sibling_circumstances: bool = Field(default=True, description="Whole-turn replacement also takes the replaced "
                                         "turn's circumstances (graph.rules.may_supersede_sibling), not only the "
                                         "kinds a new fact may replace on its own.")
-    history_siblings_own_cue: bool = Field(default=True, description="An event or experience sibling of a replaced "
+    history_siblings_own_cue: bool = Field(default=False, description="An event or experience sibling of a replaced "
                                            "fact is replaced only when the new fact's own sentence carries the change "
-                                           "cue (off: a cue elsewhere in its turn is enough).")
+                                           "cue (off: a cue elsewhere in its turn is enough). Off since revision 9: "
+                                           "the structural model no longer replaces continuations through it "
+                                           "(personalized use 0.94 either way), and cross-validated it left two "
+                                           "more current items uncovered.")
     max_superseded_per_turn_change: int = Field(default=12, ge=1, description="Cap on the facts one new fact replaces "
                                                 "once whole turns are included.")
     turn_change_evidence: bool = Field(default=True, description="A change cue on another sentence of the new fact's "

@@ -122,3 +122,62 @@ def test_out_of_order_rows_are_told_apart(old_pos: int, new_pos: int, out_of_ord
     assert r.current_hit and r.outdated_leak  # both retrieved, the old one unmarked
     assert r.out_of_order is out_of_order
     assert score_row(row, bundle, statements, _keyword_embed, 0.45).out_of_order is False  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("sims,matching,expected", [
+    # the current item restates the old view: its most similar fact is the old sentence (0.75 > 0.70)
+    ([[0.80, 0.75], [0.50, 0.70]], "greedy", {1: "f0", 0: "f1"}),
+    ([[0.80, 0.75], [0.50, 0.70]], "nearest_item", {0: "f0", 1: "f1"}),
+    # below the threshold nothing stands for an item, under either rule
+    ([[0.40, 0.30], [0.20, 0.44]], "nearest_item", {}),
+    ([[0.40, 0.30], [0.20, 0.44]], "greedy", {}),
+    # a fact as near to the outdated item as to the current one stands for neither
+    ([[0.60, 0.60]], "nearest_item", {}),
+    ([[0.60, 0.60]], "greedy", {1: "f0"}),
+])
+def test_gold_items_match_the_facts_nearest_them(sims: list[list[float]], matching: str, expected: dict[int, str]) -> None:
+    import numpy as np
+
+    from evaluation.memsyco_selection import match_items
+
+    ids = [f"f{n}" for n in range(len(sims))]
+    assert match_items(["outdated", "current"], ids, np.asarray(sims), 0.45, matching) == expected  # type: ignore[arg-type]
+
+
+
+def test_a_part_of_the_outdated_item_claims_its_fact() -> None:
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from evaluation.memsyco_selection import score_row
+    from induction.adapters import MemsycoRow
+
+    old = "Enjoys a mix of classic and modern horror; Enjoys screaming at jump scares with a crowd"
+    vec = {old: [1, 1, 0, 0.3], "Enjoys a mix of classic and modern horror": [1, 0, 0, 0.3],
+           "Enjoys screaming at jump scares with a crowd": [0, 1, 0, 0], "Prefers classic horror alone.": [0.8, 0, 0.5, 1],
+           "We watched a mix of classic and modern horror films.": [1, 0, 0, 0.4],
+           "I'd rather watch old horror films alone.": [0, 0, 1, 0.5]}
+
+    def embed(texts: list[str]) -> Any:  # axes: mix, crowd, alone, classic
+        v = np.asarray([vec[t] for t in texts], dtype=np.float32)
+        return v / np.linalg.norm(v, axis=1, keepdims=True)
+
+    row = MemsycoRow.model_validate({"id": "r", "task": "valid_memory_selection", "question": "q", "policy": "update",
+                                     "session": {"session_id": "s", "user_id": "u", "turns": [{"role": "user", "text": "x"}]},
+                                     "items": [{"content": old, "type": "preference", "status": "outdated"},
+                                               {"content": "Prefers classic horror alone.", "type": "preference",
+                                                "status": "current"}]})
+    statements = {"f_old": "We watched a mix of classic and modern horror films.",
+                  "f_new": "I'd rather watch old horror films alone."}
+    validity = {"f_old": "superseded", "f_new": "current"}
+    items = [SimpleNamespace(fact=SimpleNamespace(fact_id=f, statement=t, kind="preference"),
+                             state=SimpleNamespace(validity=validity[f])) for f, t in statements.items()]
+    bundle = SimpleNamespace(items=items, explain=SimpleNamespace(seeds=[SimpleNamespace(fact_id=f) for f in statements]))
+    # the old sentence is nearer the current item (0.81) than the outdated item's whole text (0.72), but
+    # nearest of all to the outdated item's first part (1.00)
+    greedy = score_row(row, bundle, statements, embed, 0.45, validity, matching="greedy")  # type: ignore[arg-type]
+    assert greedy.wrong_way and greedy.current_fact == statements["f_old"]
+    near = score_row(row, bundle, statements, embed, 0.45, validity)  # type: ignore[arg-type]
+    assert not near.wrong_way and near.current_valid and near.current_fact == statements["f_new"]
+    assert near.outdated_fact == statements["f_old"] and not near.outdated_leak

@@ -252,6 +252,11 @@ HOLDS_STATE_CASES = [
     ("Audrey: Take some pics and show me what you enjoy.", False),
     ("Send me the recipe when you can!", False),
     ("I take my dogs to the park to show them new trails.", True),
+    # a line that introduces a pasted block claims nothing (BEAM: "And my JS chart code:" replaced
+    # "I'm trying to integrate Chart.js v4.3.0 into my dashboard")
+    ("And my JS chart code:", False),
+    ("And here's a basic example of how I might set up my Chart.js pie chart:", False),
+    ("My stack is: Flask and SQLite.", True),
     ("", False),
 ]
 

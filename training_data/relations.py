@@ -148,17 +148,25 @@ def _near(vecs: np.ndarray, item_vecs: np.ndarray, facts: list[CandidateFact], t
     return sets, sims
 
 
-def vms_labeler(items: Sequence[tuple[str, str]], embed: Embed, near: float, far: float, continuations: bool = False
-                ) -> Callable[[list[CandidateFact], np.ndarray], Labeler]:
+def vms_labeler(items: Sequence[tuple[str, str]], embed: Embed, near: float, far: float, continuations: bool = False,
+                nearest_item: bool = True) -> Callable[[list[CandidateFact], np.ndarray], Labeler]:
+    """``nearest_item``: a fact near both a current and an outdated item stands for the one it is nearer to
+    (as the eval's matching); off, it stands for the current item. A current item often restates the old
+    view it replaces ("prefers documentaries over fiction"), so the old sentence it names was counted as
+    current and the pair that replaces it was never a positive."""
     iv = np.asarray(embed([t for _, t in items]), dtype=np.float32)
 
     def make(facts: list[CandidateFact], vecs: np.ndarray) -> Labeler:
         sets, sims = _near(vecs, iv, facts, near, lambda h: h == "user")
         cur = set().union(*[s for s, (st, _) in zip(sets, items) if st == "current"])
-        old = set().union(*[s for s, (st, _) in zip(sets, items) if st == "outdated"]) - cur
+        old = set().union(*[s for s, (st, _) in zip(sets, items) if st == "outdated"])
         top = sims.max(axis=1) if sims.size else np.zeros(len(facts))
         is_old = np.array([st == "outdated" for st, _ in items])
         top_old = sims[:, is_old].max(axis=1) if sims.size and is_old.any() else np.zeros(len(facts))
+        if nearest_item and sims.size and is_old.any() and (~is_old).any():
+            top_cur = sims[:, ~is_old].max(axis=1)
+            cur, old = {n for n in cur if top_cur[n] > top_old[n]}, {n for n in old if top_old[n] >= top_cur[n]}
+        old -= cur
         old_turns = {facts[n].source_turn_ids[:1][0] for n in old if facts[n].source_turn_ids}
 
         def lab(i: int, j: int) -> str | None:
@@ -241,7 +249,8 @@ def _rubric(path: Path) -> dict[str, dict[str, str]]:
 def memsyco_pairs(root: str | Path, embed: Embed, extractor: OfflineExtractor, pair_embedding: bool,
                   min_similarity: float, max_candidates: int, near: float = 0.5, far: float = 0.35,
                   tasks: Sequence[str] = MEMSYCO_TASKS, max_rows: int | None = None,
-                  heldout: tuple[int, int] | None = None, continuations: bool = False) -> PairSet:
+                  heldout: tuple[int, int] | None = None, continuations: bool = False,
+                  nearest_item: bool = True) -> PairSet:
     """``heldout = (a, b)``: rows a..b-1 of every task file are never used (the block the evals report on).
     ``continuations``: also label, as unrelated, every pair of the no-change files (personalized use, scope)
     and every pair of a valid-memory row whose older side is in no turn the change replaces."""
@@ -265,7 +274,7 @@ def memsyco_pairs(root: str | Path, embed: Embed, extractor: OfflineExtractor, p
                          for t in dict.fromkeys([i.content, *i.parts()])]
                 if not any(s == "current" for s, _ in items):
                     continue
-                labeler_of = vms_labeler(items, embed, near, far, continuations)
+                labeler_of = vms_labeler(items, embed, near, far, continuations, nearest_item)
             elif task == "memory_evidence_conflict":
                 r = rub.get(row.id, {})
                 dec = r.get("decisive_evidence") or r.get("supporting_evidence") or ""

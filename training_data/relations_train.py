@@ -56,6 +56,8 @@ class RelationTrainConfig(BaseModel):
                                       "used (the LoCoMo edge audit reads sessions 1-10).")
     locomo_shift_pairs: int = Field(default=0, ge=0, description="After the LoCoMo cap, up to this many more pairs whose "
                                     "newer statement says now / lately / these days (elaborations, not changes).")
+    memsyco_nearest_item: bool = Field(default=True, description="A fact near both a current and an outdated gold "
+                                       "item is labelled as the one it is nearer to (off: as the current one).")
     memsyco_continuations: bool = Field(default=False, description="Label as unrelated every pair of the no-change "
                                         "MemSyco files (personalized use, scope) and every valid-memory pair whose "
                                         "older side is in no turn the change replaces.")
@@ -110,7 +112,8 @@ def _code_hash() -> str:
 
 
 _SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n"},
-                  "memsyco": {"memsyco_root", "memsyco_max_rows", "memsyco_heldout", "memsyco_continuations"},
+                  "memsyco": {"memsyco_root", "memsyco_max_rows", "memsyco_heldout", "memsyco_continuations",
+                              "memsyco_nearest_item"},
                   "locomo": {"locomo", "locomo_max_pairs", "locomo_sessions", "locomo_skip_sessions",
                              "locomo_shift_pairs"}}
 
@@ -145,7 +148,7 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
             ps = synthetic_pairs(cfg.synthetic_n, cfg.seed, *a)
         elif name == "memsyco" and cfg.memsyco_root:
             ps = memsyco_pairs(cfg.memsyco_root, *a, max_rows=cfg.memsyco_max_rows, heldout=cfg.memsyco_heldout,
-                               continuations=cfg.memsyco_continuations)
+                               continuations=cfg.memsyco_continuations, nearest_item=cfg.memsyco_nearest_item)
         elif name == "locomo" and cfg.locomo and cfg.locomo_max_pairs:
             loc = Path(cfg.locomo)
             path = loc / "locomo10.json" if loc.is_dir() else loc

@@ -68,6 +68,8 @@ class EvalOptions(LLMOptions):
     tasks: list[str] | None = Field(default=None, description="MemSyco: only these task files (e.g. "
                                     "valid_memory_selection memory_evidence_conflict); default all.")
     threshold: float = Field(default=0.45, ge=0, le=1, description="MemSyco: min cosine for a fact to stand for a gold item.")
+    matching: Literal["nearest_item", "greedy"] = Field(default="nearest_item", description="MemSyco valid selection: "
+                                                         "how a gold item finds its fact (evaluation/memsyco_selection.py).")
     answers: Literal["off", "local", "openai"] = Field(default="off", description="Answer metrics: off (default), local "
                                                        "(SmolLM2 in-process), openai (--answer-url).")
     answer_url: str | None = Field(default=None, description="--answers openai: endpoint incl. /v1.")
@@ -263,7 +265,7 @@ def _run_memsyco(opts: EvalOptions, ing: Any, prefix: str) -> dict[str, Any]:
         bar.refresh()
 
     try:
-        return memsyco_report(opts.data, ing, k=opts.k, threshold=opts.threshold,
+        return memsyco_report(opts.data, ing, k=opts.k, threshold=opts.threshold, matching=opts.matching,
                               limit=opts.limit_questions or opts.limit_conversations, tasks=opts.tasks, skip=opts.skip_rows,
                               user_prefix=f"{prefix}memsyco-", progress=progress)
     finally:
