@@ -144,7 +144,6 @@ def test_gold_items_match_the_facts_nearest_them(sims: list[list[float]], matchi
     assert match_items(["outdated", "current"], ids, np.asarray(sims), 0.45, matching) == expected  # type: ignore[arg-type]
 
 
-
 def test_a_part_of_the_outdated_item_claims_its_fact() -> None:
     from types import SimpleNamespace
 
