@@ -99,6 +99,15 @@ class RelationModelConfig(_Cfg):
                                  "other facts of the same holder that hold state and still are current are replaced too.")
     turn_min_similarity: float = Field(default=0.35, ge=0.0, le=1.0, description="A sibling of a replaced fact is "
                                        "replaced too only if its cosine to the new fact reaches this (0 = every sibling).")
+    turn_overlap_siblings: float = Field(default=0.45, ge=0.0, le=1.0, description="A sibling below "
+                                         "turn_min_similarity is replaced all the same when the two turns share "
+                                         "their topic this much (features.turn_overlap; 0 = off): in a turn about "
+                                         "one experience, a sentence about the crowd is far from \"I'd rather watch "
+                                         "alone\" but part of what changed.")
+    sibling_kinds_of_turn: bool = Field(default=True, description="Whole-turn replacement checks a sibling's kind "
+                                        "against the kinds of every fact of the new turn (same holder), not only "
+                                        "the new fact's own: the extractor tells kinds by wording, sentence by "
+                                        "sentence, and a change turn replaces a turn as a whole.")
     sibling_circumstances: bool = Field(default=True, description="Whole-turn replacement also takes the replaced "
                                         "turn's circumstances (graph.rules.may_supersede_sibling), not only the "
                                         "kinds a new fact may replace on its own.")

@@ -91,9 +91,12 @@ FRAMING = re.compile(r"\b(?:version|line|account|framing|explanation|story|claim
                      r"\b(?:I|we) (?:always |usually )?(?:say|tell (?:people|them|everyone)|repeat) that\b", re.I)
 # Polarity: "not only" / "not just" are emphasis, not negation.
 # Polarity of a state. Emphasis ("not only", "can't wait", "never forget", "not alone") is not negation.
+# Positive idioms built on a negation ("I can't get enough of it", "I couldn't be happier", "I can't stop
+# watching") say the opposite of "not": read as polarity, they let "Now I can't get enough of films" replace
+# what it grew out of as if it reversed it.
 NEGATION = re.compile(r"\b(?:not(?! only| just| merely| alone| bad| sure)|never(?! forget| been happier)|no longer|"
-                      r"hate\w*|dislike\w*|avoid\w*|stop(?:ped)?|quit|can't stand|isn't for me|wasn't for me)\b|"
-                      r"n't\b(?! only| just| wait| help| believe| imagine| forget)", re.I)
+                      r"hate\w*|dislike\w*|avoid\w*|(?<!n't )stop(?:ped)?|quit|can't stand|isn't for me|wasn't for me)\b|"
+                      r"n't\b(?! only| just| wait| help| believe| imagine| forget| get enough| be happier| stop)", re.I)
 CHITCHAT = re.compile(r"^\s*(?:hey|hi|hello|bye|goodbye|thanks|thank you|thx|wow|haha|lol|omg|congrats|congratulations|"
                       r"awesome|cool|great|nice|sure|ok|okay|yes|yeah|yep|no|nope|sounds (?:good|great|fun)|take care|"
                       r"see you|good luck|me too|same here|i understand|that's (?:so |really )?(?:cool|great|awesome|amazing|"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from induction.config import OfflineExtractorConfig
-from induction.offline import OfflineExtractor, change_cue, classify, sentences, topic_of
+from induction.offline import NEGATION, OfflineExtractor, change_cue, classify, sentences, topic_of
 from induction.session import Session
 from induction.validate import evidence_in_turn
 
@@ -178,3 +178,18 @@ def test_clause_splitting_can_be_turned_off() -> None:
             "August 12, but I'm not sure if I should stick with these changes, can you help me decide what to do next?")
     facts = OfflineExtractor(OfflineExtractorConfig(clause_split_chars=0)).extract(_session(("user", text)), None).facts
     assert [f.evidence for f in facts] == [text]  # a question as a whole: the turn's fallback fact
+
+
+@pytest.mark.parametrize("text,negated", [
+    ("I don't like jazz anymore.", True),
+    ("I stopped going to festivals.", True),
+    ("I can't stand the crowds.", True),
+    ("It wasn't for me.", True),
+    # positive idioms built on a negation say the opposite of "not"
+    ("Now I can't get enough of classic films.", False),
+    ("I couldn't be happier with the new setup.", False),
+    ("I can't stop watching documentaries.", False),
+    ("I've never been happier.", False),
+])
+def test_negation_cue_reads_positive_idioms_as_positive(text: str, negated: bool) -> None:
+    assert bool(NEGATION.search(text)) is negated

@@ -3,6 +3,7 @@ model proposes and graph.rules disposes (direction, holders, kinds). No sentence
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,8 @@ from graph.snapshot import Snapshot
 from induction.config import RelationModelConfig
 from induction.extract import CandidateFact
 from induction.relations.adjudicator import ModelAdjudicator
-from induction.relations.features import LABELS, STRUCT_NAMES, FactView, PairContext, pair_features
+from induction.relations.features import (LABELS, STRUCT_NAMES, FactView, PairContext, pair_features, turn_overlap,
+                                          turn_ranks)
 from induction.relations.model import FitParams, RelationModel, fit, scores
 from induction.resolve import Neighbour, Resolution, ResolvedFact
 from llmclients.embeddings import HashEmbedder
@@ -228,6 +230,74 @@ def test_a_replacement_covers_the_whole_earlier_turn() -> None:
     assert near.adjudicate(_resolution(c, [turn[0]]), snap).decisions[0].supersedes == ["old"]
 
 
+def test_ingest_gives_the_model_the_turns_topic_overlap() -> None:
+    """The turn features at ingest come from the facts of both turns (stored ones embedded on demand):
+    the earlier turn that says what the new turn says ranks first, with overlap 1."""
+    seen: list[np.ndarray] = []
+
+    class Spy(_Always):
+        def predict_proba(self, X: np.ndarray) -> np.ndarray:
+            seen.append(X)
+            return super().predict_proba(X)
+
+    def stored(fid: str, statement: str, turn: str) -> Fact:
+        return Fact(fact_id=fid, user_id="u", statement=statement, kind="preference", holder="user",  # type: ignore[arg-type]
+                    source_turn_ids=(turn,))
+    facts = [stored("a", "I love jazz.", "s:0"), stored("b", "I often go to jazz clubs.", "s:0"),
+             stored("c", "I bought a red bike.", "s:1")]
+    emb = HashEmbedder(8)
+    c = _cand("new", "I often go to jazz clubs.", "preference", seq=2)
+    res = _resolution(c, [facts[0], facts[2]])
+    res.facts[0] = res.facts[0].model_copy(update={"embedding": tuple(float(x) for x in emb.embed([c.statement])[0])})
+    ModelAdjudicator(Spy("unrelated"), emb, RelationModelConfig()).adjudicate(
+        res, Snapshot(user_id="u", facts={f.fact_id: f for f in facts}))
+    col = {n: seen[0][:, STRUCT_NAMES.index(n)] for n in ("turn_sim", "turn_top", "turn_rank_frac")}
+    assert col["turn_sim"][0] == pytest.approx(1.0) and col["turn_sim"][1] < 0.99  # "a"'s turn holds the same sentence
+    assert list(col["turn_top"]) == [1.0, 0.0] and list(col["turn_rank_frac"]) == [0.0, 0.5]
+
+
+class _Axes:
+    """Each known sentence is one axis (cosines are 1 or 0): turn topics set by hand."""
+
+    dim = 4
+
+    def __init__(self, axis: dict[str, int]):
+        self.axis = axis
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.eye(self.dim, dtype=np.float32)[[self.axis[t] for t in texts]]
+
+
+# (new fact's kind, turn_overlap_siblings, sibling_kinds_of_turn, expected supersedes)
+TURN_SIBLINGS = [
+    ("preference", 0.0, False, ["old"]),  # the crowd sentence is far from the new one: it stays
+    ("preference", 0.45, False, ["old", "crowd"]),  # but the new turn also speaks of the crowd: same topic
+    ("plan", 0.45, False, ["old"]),  # a plan does not replace a preference on its own kind
+    ("plan", 0.45, True, ["old", "crowd"]),  # the new turn holds a preference: the turn replaces the turn
+]
+
+
+@pytest.mark.parametrize("kind,overlap,turn_kinds,expected", TURN_SIBLINGS)
+def test_whole_turn_replacement_follows_the_turns_topic_and_kinds(kind: str, overlap: float, turn_kinds: bool,
+                                                                  expected: list[str]) -> None:
+    old = Fact(fact_id="old", user_id="u", statement="I went to a big horror screening.", kind="event", holder="user",
+               source_turn_ids=("s:1",))
+    crowd = Fact(fact_id="crowd", user_id="u", statement="I love the crowd's screams.", kind="preference",
+                 holder="user", source_turn_ids=("s:1",))
+    emb = _Axes({old.statement: 0, crowd.statement: 1, "no": 2})
+    new = _cand("new", "No more horror screenings for me; I'd rather watch alone.", kind, seq=2)
+    also = _cand("also", "The screaming crowds just got on my nerves.", "preference", seq=2)
+    nb = [Neighbour(fact_id="old", similarity=0.8, in_session=False, older=True, same_holder=True, near_concept=True,
+                    same_concept=True, same_turn=False)]
+    res = Resolution(facts=[ResolvedFact(candidate=new, embedding=(1.0, 0.0, 0.0, 0.0), concept_id="u::c::x", neighbours=nb),
+                            ResolvedFact(candidate=also, embedding=(0.0, 1.0, 0.0, 0.0), concept_id="u::c::x")],
+                     existing={"old": old}, validity={"old": "current", "crowd": "current"})
+    cfg = RelationModelConfig(turn_overlap_siblings=overlap, sibling_kinds_of_turn=turn_kinds)
+    got = ModelAdjudicator(_Always("supersedes"), emb, cfg).adjudicate(
+        res, Snapshot(user_id="u", facts={"old": old, "crowd": crowd}))
+    assert got.decisions[0].supersedes == expected
+
+
 def test_an_elaboration_or_a_continuation_replaces_nothing() -> None:
     """LoCoMo's "now" mostly reports progress on the same path: only a turn that turns against something
     (graph.rules.reverses) or says the opposite replaces; "still" / "too" say the old state persists."""
@@ -295,6 +365,39 @@ def test_an_artefact_for_another_embedder_is_refused(tmp_path: Path) -> None:
         ModelAdjudicator.load(HashEmbedder(8), RelationModelConfig(artefact_dir=str(tmp_path), artefact_name="m"))
     with pytest.raises(FileNotFoundError):
         ModelAdjudicator.load(HashEmbedder(8), RelationModelConfig(artefact_dir=str(tmp_path), artefact_name="absent"))
+
+
+def test_an_artefact_trained_on_other_features_is_refused(tmp_path: Path) -> None:
+    m = _Always("unrelated")
+    m.manifest["features"] = [n for n in STRUCT_NAMES if not n.startswith("turn_")]  # before the turn features
+    m.save(tmp_path, "m")
+    with pytest.raises(ValueError, match="other features"):
+        ModelAdjudicator.load(HashEmbedder(8), RelationModelConfig(artefact_dir=str(tmp_path), artefact_name="m"))
+    m.manifest["features"] = list(STRUCT_NAMES)
+    m.save(tmp_path, "m")
+    assert ModelAdjudicator.load(HashEmbedder(8), RelationModelConfig(artefact_dir=str(tmp_path), artefact_name="m"))
+
+
+@pytest.mark.parametrize("new_turn, old_turn, expected", [
+    ([[1, 0]], [[1, 0]], 1.0),  # the same topic
+    ([[1, 0], [0, 1]], [[1, 0]], 0.5),  # half the new turn is about the old one
+    ([[1, 0], [0, 1]], [[1, 0], [0, 1]], 1.0),  # each new fact finds its match
+    ([[0, 1]], [[1, 0], [-1, 0]], 0.0),  # another topic
+    ([], [[1, 0]], 0.0),  # an empty turn shares nothing
+])
+def test_turn_overlap_is_the_mean_best_match(new_turn: list[list[float]], old_turn: list[list[float]],
+                                             expected: float) -> None:
+    a, b = np.asarray(new_turn, np.float32).reshape(-1, 2), np.asarray(old_turn, np.float32).reshape(-1, 2)
+    assert turn_overlap(a, b) == pytest.approx(expected)
+
+
+def test_turn_features_reach_the_row() -> None:
+    v = FactView("I no longer want to travel overseas.", "plan", "user")
+    o = FactView("Last year I wrote a travel blog about my trip to Europe.", "event", "user")
+    named = dict(zip(STRUCT_NAMES, pair_features(v, o, PairContext(similarity=0.5, turn_sim=0.7, turn_rank=1, n_turns=4),
+                                                 None, None, False)))
+    assert named["turn_sim"] == pytest.approx(0.7) and named["turn_rank_frac"] == 0.25 and named["turn_top"] == 0
+    assert turn_ranks({"t1": 0.2, "t3": 0.7, "t5": 0.4}) == {"t3": 0, "t5": 1, "t1": 2}
 
 
 @pytest.mark.slow

@@ -323,6 +323,8 @@ def test_may_supersede_sibling(nk: str, sk: str, nh: str, sh: str, ok: bool) -> 
     (["Growing my customer base is the main focus right now."], False),
     (["We love painting together lately, especially nature-inspired ones."], False),
     (["I'm not giving up!", "I'm trying to juggle studying with my reading hobby."], False),
+    (["After that book swap fiasco, I've given up on exchanging books entirely."], True),
+    (["I haven't given up on my novel.", "I've never given up on it."], False),
     # a concessive "but" turns against a difficulty, not an earlier view
     (["It's been tough, but I'm living my true self.", "Dancing makes me so happy, and now I get to share that."], False),
     (["Finding self-acceptance was a long process, but now I'm ready to offer support."], False),

@@ -30,7 +30,8 @@ import numpy as np
 from induction.adapters import load_locomo, load_memsyco
 from induction.extract import CandidateFact
 from induction.offline import NEGATION, OfflineExtractor, plain
-from induction.relations.features import LABELS, SHIFT, FactView, PairContext, pair_features, turn_shift
+from induction.relations.features import (LABELS, SHIFT, FactView, PairContext, pair_features, turn_overlap, turn_ranks,
+                                          turn_shift)
 from induction.resolve import embedding_text, normalize_text
 from induction.session import Session
 from training_data.relations_synthetic import synthetic_dialogues
@@ -87,16 +88,26 @@ def candidate_pairs(facts: Sequence[CandidateFact], vecs: np.ndarray, min_simila
                     max_candidates: int) -> list[tuple[int, int, PairContext]]:
     """(new, older partner, context) as ingest forms them: earlier facts of another turn, closest first."""
     sims = vecs @ vecs.T if len(facts) else np.zeros((0, 0))
+    turn = [c.source_turn_ids[0] if c.source_turn_ids else "" for c in facts]
+    members: dict[str, list[int]] = {}
+    for i, t in enumerate(turn):
+        members.setdefault(t, []).append(i)
+    overlap: dict[tuple[str, str], float] = {}
     out: list[tuple[int, int, PairContext]] = []
     for i, c in enumerate(facts):
-        cands = [j for j in range(i) if facts[j].source_turn_ids[:1] != c.source_turn_ids[:1]
-                 and sims[i, j] >= min_similarity]
+        cands = [j for j in range(i) if turn[j] != turn[i] and sims[i, j] >= min_similarity]
         cands.sort(key=lambda j: -sims[i, j])
         cands = cands[:max_candidates]
+        for t in {turn[j] for j in cands}:
+            if (turn[i], t) not in overlap:
+                overlap[turn[i], t] = turn_overlap(vecs[members[turn[i]]], vecs[members[t]])
+        ranks = turn_ranks({turn[j]: overlap[turn[i], turn[j]] for j in cands})
         for rank, j in enumerate(cands):
             out.append((i, j, PairContext(similarity=float(sims[i, j]), rank=rank, n_candidates=len(cands),
                                           same_concept=facts[j].concept == c.concept,
-                                          near_concept=facts[j].concept[:1] == c.concept[:1], in_session=True)))
+                                          near_concept=facts[j].concept[:1] == c.concept[:1], in_session=True,
+                                          turn_sim=overlap[turn[i], turn[j]], turn_rank=ranks[turn[j]],
+                                          n_turns=len(ranks))))
     return out
 
 

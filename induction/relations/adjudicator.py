@@ -24,7 +24,8 @@ from induction.adjudicate import Adjudication, Decision, RuleAdjudicator, _base
 from induction.extract import CandidateFact
 from induction.config import RelationModelConfig, RuleAdjudicatorConfig
 from induction.relations.candidates import candidates
-from induction.relations.features import LABELS, PAST_STATE, SHIFT, FactView, PairContext, pair_features, turn_shift
+from induction.relations.features import (LABELS, PAST_STATE, SHIFT, STRUCT_NAMES, FactView, PairContext, pair_features,
+                                          turn_overlap, turn_ranks, turn_shift)
 from induction.relations.model import ARTEFACT_DIR, PROBE, RelationModel
 from induction.resolve import Neighbour, Resolution, ResolvedFact, embedding_text
 from llmclients.embeddings import Embedder
@@ -85,6 +86,11 @@ class ModelAdjudicator:
         """Raises FileNotFoundError (no artefact) or ValueError (artefact does not fit this embedder)."""
         cfg = cfg or RelationModelConfig()
         model = RelationModel.load(cfg.artefact_dir or ARTEFACT_DIR, cfg.artefact_name)
+        names = model.manifest.get("features")
+        if names is not None and list(names[:len(STRUCT_NAMES)]) != list(STRUCT_NAMES):
+            # an artefact from before a feature change would score rows it cannot read: retrain it
+            raise ValueError(f"relation model {cfg.artefact_name} was trained on other features; retrain it "
+                             "(evomem train-relations)")
         meta = model.manifest.get("embedder", {})
         probe = meta.get("probe")
         if probe is not None:
@@ -143,6 +149,7 @@ class ModelAdjudicator:
                 if r.duplicate_of is None}
         vecs = self._vectors(res, [n.fact_id for ns in todo.values() for n in ns]) if self.model.pair_embedding else {}
         turns = _Turns(res, snap)
+        turn_vecs: dict[str, np.ndarray] = {}
         decisions: list[Decision] = []
         for r in res.facts:
             d = _base(r)
@@ -156,12 +163,17 @@ class ModelAdjudicator:
                 new = self._view(c.fact_id, res, by_id, kinds, turns)
                 u = vecs.get(c.fact_id) if self.model.pair_embedding else None
                 views = [self._view(n.fact_id, res, by_id, kinds, turns) for n in cands]
+                t_new = c.source_turn_ids[0]
+                t_old = [turns.turn_of(n.fact_id) or "" for n in cands]
+                overlap = {t: self._turn_overlap(t_new, t, turns, turn_vecs) for t in dict.fromkeys(t_old)}
+                ranks = turn_ranks(overlap)
                 X = np.stack([pair_features(new, v,
                                             PairContext(similarity=n.similarity, rank=k, n_candidates=len(cands),
                                                         same_concept=n.same_concept, near_concept=n.near_concept,
-                                                        in_session=n.in_session),
+                                                        in_session=n.in_session, turn_sim=overlap[t],
+                                                        turn_rank=ranks[t], n_turns=len(ranks)),
                                             u, vecs.get(n.fact_id), self.model.pair_embedding)
-                              for k, (n, v) in enumerate(zip(cands, views))])
+                              for k, (n, v, t) in enumerate(zip(cands, views, t_old))])
                 P = self.model.predict_proba(X)
                 shift = bool(SHIFT.search(new.statement))
                 # the new fact's own change cue, not one the extractor carried over from the sentence before it
@@ -199,7 +211,7 @@ class ModelAdjudicator:
                                              or own_rev or new.negation != v.negation) for v in views])
                 if d.supersedes and cfg.supersede_turn and (rev or not cfg.turn_needs_reversal):
                     self._whole_turns(d, c.kind, c.holder, turns, closed, kinds, by_id, res,
-                                      np.asarray(r.embedding, dtype=np.float32), own_change=own)
+                                      np.asarray(r.embedding, dtype=np.float32), own_change=own, turn_vecs=turn_vecs)
             closed.update(d.supersedes)
             if d.label == "duplicate":
                 closed.add(c.fact_id)
@@ -258,23 +270,44 @@ class ModelAdjudicator:
                 d.reason = (d.reason + "; " if d.reason else "") + f"model: conflicts (p={float(P[k, CONF]):.2f})"
 
     def _sibling_vector(self, fid: str, turns: _Turns) -> np.ndarray | None:
-        if fid in turns._batch:
-            return np.asarray(turns._batch[fid].embedding, dtype=np.float32)
-        if fid not in self._vecs:
-            f = turns.res.existing.get(fid) or turns.snap.facts.get(fid)
-            if f is None:
-                return None
-            self._remember(fid, np.asarray(self.embedder.embed([_stored_text(f.statement, f.holder)])[0], dtype=np.float32))
-        return self._vecs.get(fid)
+        return self._sibling_vectors([fid], turns)[0]
+
+    def _sibling_vectors(self, fids: Sequence[str], turns: _Turns) -> list[np.ndarray | None]:
+        """Vectors of batch or stored facts; the stored ones not yet cached are embedded in one call."""
+        stored = {f: turns.res.existing.get(f) or turns.snap.facts.get(f) for f in fids
+                  if f not in turns._batch and f not in self._vecs}
+        missing = [(f, x) for f, x in stored.items() if x is not None]
+        if missing:
+            vs = np.asarray(self.embedder.embed([_stored_text(x.statement, x.holder) for _, x in missing]), dtype=np.float32)
+            for (f, _), v in zip(missing, vs):
+                self._remember(f, v)
+        return [np.asarray(turns._batch[f].embedding, dtype=np.float32) if f in turns._batch else self._vecs.get(f)
+                for f in fids]
+
+    def _turn_overlap(self, new_turn: str, old_turn: str, turns: _Turns, cache: dict[str, np.ndarray]) -> float:
+        """``features.turn_overlap`` of two turns, from their facts' vectors (batch or stored, cached)."""
+        for t in (new_turn, old_turn):
+            if t not in cache:
+                vs = [v for v in self._sibling_vectors(turns.members(t), turns) if v is not None]
+                cache[t] = np.stack(vs) if vs else np.zeros((0, 1), np.float32)
+        a, b = cache[new_turn], cache[old_turn]
+        return turn_overlap(a, b) if a.shape[1:] == b.shape[1:] else 0.0
 
     def _whole_turns(self, d: Decision, kind: str, holder: str, turns: _Turns, closed: set[str],
                      kinds: dict[str, str], by_id: dict[str, ResolvedFact], res: Resolution,
-                     u: np.ndarray | None = None, own_change: bool = False) -> None:
+                     u: np.ndarray | None = None, own_change: bool = False,
+                     turn_vecs: dict[str, np.ndarray] | None = None) -> None:
         """A change replaces what the earlier *turn* said, not one of its sentences: a long turn about an
         experience is several facts, and one edge to one of them leaves its siblings current (the
         MemSyco leak). Every other fact of a replaced fact's turn, of the same holder, that holds state,
         is still current and whose kind the new fact may replace, is replaced too (graph.rules disposes)."""
         new_statement = by_id[d.fact_id].candidate.statement if d.fact_id in by_id else ""
+        new_turn = by_id[d.fact_id].candidate.source_turn_ids[0] if d.fact_id in by_id else ""
+        cfg = self.cfg
+        my_kinds = {kind}
+        if cfg.sibling_kinds_of_turn:
+            my_kinds |= {kinds.get(f, r.candidate.kind) for f, r in by_id.items()
+                         if r.candidate.source_turn_ids[0] == new_turn and r.candidate.holder == holder}
         extra: list[str] = []
         for fid in list(d.supersedes):
             for sib in turns.siblings(fid):
@@ -286,8 +319,8 @@ class ModelAdjudicator:
                 skind, sholder, stmt = info
                 if len(d.supersedes) + len(extra) >= self.cfg.max_superseded_per_turn_change:
                     break
-                kinds_ok = (may_supersede_sibling(kind, skind, holder, sholder) if self.cfg.sibling_circumstances
-                            else may_supersede(kind, skind, holder, sholder, True))
+                kinds_ok = any(may_supersede_sibling(k, skind, holder, sholder) if cfg.sibling_circumstances
+                               else may_supersede(k, skind, holder, sholder, True) for k in my_kinds)
                 if not (may_replace(new_statement, stmt) and kinds_ok):
                     continue
                 if skind in _HISTORY and not own_change and self.cfg.history_siblings_own_cue:
@@ -295,7 +328,10 @@ class ModelAdjudicator:
                 if u is not None and self.cfg.turn_min_similarity > 0:
                     # a sibling on another topic (LoCoMo turns mix news, remarks and images) is not replaced
                     v = self._sibling_vector(sib, turns)
-                    if v is None or v.shape != u.shape or _cos(u, v) < self.cfg.turn_min_similarity:
+                    near = v is not None and v.shape == u.shape and _cos(u, v) >= cfg.turn_min_similarity
+                    same_topic = (cfg.turn_overlap_siblings > 0 and turn_vecs is not None and self._turn_overlap(
+                        new_turn, turns.turn_of(sib) or "", turns, turn_vecs) >= cfg.turn_overlap_siblings)
+                    if not (near or same_topic):
                         continue
                 extra.append(sib)
         if extra:
@@ -362,6 +398,12 @@ class _Turns:
             return self._batch[fid].candidate.source_turn_ids[0]
         f = self.res.existing.get(fid) or self.snap.facts.get(fid)
         return f.source_turn_ids[0] if f is not None and f.source_turn_ids else None
+
+    def members(self, turn: str) -> list[str]:
+        """The facts of ``turn`` (this batch's, not dropped as duplicates, and the store's, not retracted)."""
+        self._index()
+        assert self._by_turn is not None
+        return self._by_turn.get(turn, [])
 
     def siblings(self, fid: str) -> list[str]:
         t = self.turn_of(fid)

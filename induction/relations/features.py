@@ -8,7 +8,8 @@ both places. Two groups:
   someone else / outside evidence), both kinds, change / polarity / contrast / evidence cue words on
   each side, whether the fact's turn reports a change (a sibling sentence may carry the cue: "I've shifted
   my perspective. I'd rather…"), whether it holds no state (a question or a response,
-  ``graph.rules.holds_state``), concept neighbourhood, word and name overlap, scope;
+  ``graph.rules.holds_state``), concept neighbourhood, word and name overlap, scope, and how much the two
+  facts' turns share a topic (``turn_overlap``);
 - the pair's sentence vectors ``u * v`` and ``|u - v|`` (optional: ``pair_embedding``), which let the
   model see *what* changed, not only that the two are similar.
 """
@@ -81,6 +82,25 @@ class PairContext:
     same_concept: bool = False
     near_concept: bool = False
     in_session: bool = True
+    # How much the two facts' *turns* share a topic (``turn_overlap``), and the old turn's rank among the
+    # turns of this fact's candidates: a change turn replaces the earlier turn it is about, and one sentence
+    # pair ("no longer … overseas" / "my trip to Europe") is a noisy witness of that.
+    turn_sim: float = 0.0
+    turn_rank: int = 0
+    n_turns: int = 1
+
+
+def turn_overlap(new_turn: np.ndarray, old_turn: np.ndarray) -> float:
+    """Topic overlap of two turns from their facts' unit vectors ((n, d), (m, d)): the mean, over the new
+    turn's facts, of each one's best cosine in the old turn (0 when either is empty)."""
+    if len(new_turn) == 0 or len(old_turn) == 0:
+        return 0.0
+    return float((np.asarray(new_turn) @ np.asarray(old_turn).T).max(1).mean())
+
+
+def turn_ranks(overlaps: dict[str, float]) -> dict[str, int]:
+    """Turn id -> its rank by overlap, highest first (ties keep the order given)."""
+    return {t: k for k, t in enumerate(sorted(overlaps, key=lambda t: -overlaps[t]))}
 
 
 @lru_cache(maxsize=65536)
@@ -109,7 +129,7 @@ _SIDE_NAMES = ["user", "evidence", *[f"kind_{k}" for k in KINDS], "change", "neg
                "past_state_cue", "contrast_cue", "now_cue", "evidence_cues", "turn_change", "no_state"]
 STRUCT_NAMES: tuple[str, ...] = (
     "sim", "sim2", "rank_frac", "same_holder", "same_kind", "neg_xor", "same_concept", "near_concept", "in_session",
-    "word_jaccard", "name_overlap", "name_new_only",
+    "word_jaccard", "name_overlap", "name_new_only", "turn_sim", "turn_rank_frac", "turn_top",
     *[f"new_{n}" for n in _SIDE_NAMES], *[f"old_{n}" for n in _SIDE_NAMES])
 
 
@@ -119,7 +139,8 @@ def struct_features(new: FactView, old: FactView, ctx: PairContext) -> np.ndarra
     jac = len(wa & wb) / max(1, len(wa | wb))
     head = [ctx.similarity, ctx.similarity ** 2, ctx.rank / max(1, ctx.n_candidates), float(new.holder == old.holder),
             float(new.kind == old.kind), float(new.negation != old.negation), float(ctx.same_concept),
-            float(ctx.near_concept), float(ctx.in_session), jac, float(bool(na & nb)), float(bool(na - nb))]
+            float(ctx.near_concept), float(ctx.in_session), jac, float(bool(na & nb)), float(bool(na - nb)),
+            ctx.turn_sim, ctx.turn_rank / max(1, ctx.n_turns), float(ctx.turn_rank == 0)]
     return np.asarray([*head, *_side(new), *_side(old)], dtype=np.float32)
 
 
