@@ -300,7 +300,9 @@ class ModelAdjudicator:
         """A change replaces what the earlier *turn* said, not one of its sentences: a long turn about an
         experience is several facts, and one edge to one of them leaves its siblings current (the
         MemSyco leak). Every other fact of a replaced fact's turn, of the same holder, that holds state,
-        is still current and whose kind the new fact may replace, is replaced too (graph.rules disposes)."""
+        is still current and whose kind the new fact (or, with ``sibling_kinds_of_turn``, another fact of its
+        turn) may replace, is replaced too (graph.rules disposes), if it is near the new fact or its turn shares
+        the new turn's topic (``turn_overlap_siblings``)."""
         new_statement = by_id[d.fact_id].candidate.statement if d.fact_id in by_id else ""
         new_turn = by_id[d.fact_id].candidate.source_turn_ids[0] if d.fact_id in by_id else ""
         cfg = self.cfg
