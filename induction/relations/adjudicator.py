@@ -13,6 +13,7 @@ are the rules' (``RuleAdjudicator._concept_ops``).
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import dataclass, field
 from functools import lru_cache
 from collections.abc import Sequence
 import numpy as np
@@ -149,7 +150,7 @@ class ModelAdjudicator:
                 if r.duplicate_of is None}
         vecs = self._vectors(res, [n.fact_id for ns in todo.values() for n in ns]) if self.model.pair_embedding else {}
         turns = _Turns(res, snap)
-        turn_vecs: dict[str, np.ndarray] = {}
+        topics = _TurnTopics()
         decisions: list[Decision] = []
         for r in res.facts:
             d = _base(r)
@@ -165,7 +166,7 @@ class ModelAdjudicator:
                 views = [self._view(n.fact_id, res, by_id, kinds, turns) for n in cands]
                 t_new = c.source_turn_ids[0]
                 t_old = [turns.turn_of(n.fact_id) or "" for n in cands]
-                overlap = {t: self._turn_overlap(t_new, t, turns, turn_vecs) for t in dict.fromkeys(t_old)}
+                overlap = {t: self._turn_overlap(t_new, t, turns, topics) for t in dict.fromkeys(t_old)}
                 ranks = turn_ranks(overlap)
                 X = np.stack([pair_features(new, v,
                                             PairContext(similarity=n.similarity, rank=k, n_candidates=len(cands),
@@ -211,7 +212,7 @@ class ModelAdjudicator:
                                              or own_rev or new.negation != v.negation) for v in views])
                 if d.supersedes and cfg.supersede_turn and (rev or not cfg.turn_needs_reversal):
                     self._whole_turns(d, c.kind, c.holder, turns, closed, kinds, by_id, res,
-                                      np.asarray(r.embedding, dtype=np.float32), own_change=own, turn_vecs=turn_vecs)
+                                      np.asarray(r.embedding, dtype=np.float32), own_change=own, topics=topics)
             closed.update(d.supersedes)
             if d.label == "duplicate":
                 closed.add(c.fact_id)
@@ -284,19 +285,23 @@ class ModelAdjudicator:
         return [np.asarray(turns._batch[f].embedding, dtype=np.float32) if f in turns._batch else self._vecs.get(f)
                 for f in fids]
 
-    def _turn_overlap(self, new_turn: str, old_turn: str, turns: _Turns, cache: dict[str, np.ndarray]) -> float:
-        """``features.turn_overlap`` of two turns, from their facts' vectors (batch or stored, cached)."""
-        for t in (new_turn, old_turn):
-            if t not in cache:
-                vs = [v for v in self._sibling_vectors(turns.members(t), turns) if v is not None]
-                cache[t] = np.stack(vs) if vs else np.zeros((0, 1), np.float32)
-        a, b = cache[new_turn], cache[old_turn]
-        return turn_overlap(a, b) if a.shape[1:] == b.shape[1:] else 0.0
+    def _turn_overlap(self, new_turn: str, old_turn: str, turns: _Turns, topics: _TurnTopics) -> float:
+        """``features.turn_overlap`` of two turns, from their facts' vectors (batch or stored); each turn's
+        vectors and each pair's overlap are computed once per batch (every fact of a turn asks again)."""
+        key = (new_turn, old_turn)
+        if key not in topics.overlap:
+            for t in key:
+                if t not in topics.vecs:
+                    vs = [v for v in self._sibling_vectors(turns.members(t), turns) if v is not None]
+                    topics.vecs[t] = np.stack(vs) if vs else np.zeros((0, 1), np.float32)
+            a, b = topics.vecs[new_turn], topics.vecs[old_turn]
+            topics.overlap[key] = turn_overlap(a, b) if a.shape[1:] == b.shape[1:] else 0.0
+        return topics.overlap[key]
 
     def _whole_turns(self, d: Decision, kind: str, holder: str, turns: _Turns, closed: set[str],
                      kinds: dict[str, str], by_id: dict[str, ResolvedFact], res: Resolution,
                      u: np.ndarray | None = None, own_change: bool = False,
-                     turn_vecs: dict[str, np.ndarray] | None = None) -> None:
+                     topics: _TurnTopics | None = None) -> None:
         """A change replaces what the earlier *turn* said, not one of its sentences: a long turn about an
         experience is several facts, and one edge to one of them leaves its siblings current (the
         MemSyco leak). Every other fact of a replaced fact's turn, of the same holder, that holds state,
@@ -331,14 +336,21 @@ class ModelAdjudicator:
                     # a sibling on another topic (LoCoMo turns mix news, remarks and images) is not replaced
                     v = self._sibling_vector(sib, turns)
                     near = v is not None and v.shape == u.shape and _cos(u, v) >= cfg.turn_min_similarity
-                    same_topic = (cfg.turn_overlap_siblings > 0 and turn_vecs is not None and self._turn_overlap(
-                        new_turn, turns.turn_of(sib) or "", turns, turn_vecs) >= cfg.turn_overlap_siblings)
-                    if not (near or same_topic):
+                    if not near and not (cfg.turn_overlap_siblings > 0 and topics is not None and self._turn_overlap(
+                            new_turn, turns.turn_of(sib) or "", turns, topics) >= cfg.turn_overlap_siblings):
                         continue
                 extra.append(sib)
         if extra:
             d.supersedes = d.supersedes + extra
             d.reason += f"; turn: +{len(extra)}"
+
+
+@dataclass
+class _TurnTopics:
+    """Per batch: each turn's fact vectors, and each (new turn, old turn) overlap."""
+
+    vecs: dict[str, np.ndarray] = field(default_factory=dict)
+    overlap: dict[tuple[str, str], float] = field(default_factory=dict)
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:
