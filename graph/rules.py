@@ -279,7 +279,9 @@ _REVERSAL = re.compile(
     r"switch(?:ed|ing)? (?:to|from|over)|changed my|change of heart|(?:a )?complete 180|"
     r"(?:completely|totally|entirely) (?:changed|flipped|reversed|shifted|switched)|rethink\w*|reconsider\w*|"
     r"(?<!not )(?<!never )(?<!n't )(?:gave up|giving up|given up)|moved on from|grown out of|shift(?:ed|ing)? (?:my|the|away|from|to)|replac(?:ed|ing)|"
-    r"turned (?:away|against)|lost (?:interest|my interest)|tired of|used to|I'?d (?:much )?rather|"
+    r"turned (?:away|against)|lost (?:interest|my interest)|tired of|used to|I know I (?:said|mentioned)|"
+    r"(?:despite|contrary to) what I (?:said|mentioned)|pivot(?:ed|ing)? (?:from|to|away)|step(?:ped|ping)? (?:away|back) from|"
+    r"abandon(?:ed|ing)?|another (?:shot|try|chance)|I'?d (?:much )?rather|"
     r"reali[sz](?:ed|e|ing)|not for me|(?:doesn't|does not|didn't|did not|don't) (?:feel right|work for me)|"
     r"(?:going|went|get|getting) back (?:to|into)|return(?:ing|ed)? to|actually|(?:have|'ve) since|prefer\w*|"
     r"more \w+(?: \w+)? (?:now|than)|than (?:before|I (?:used to|was|did)))\b", re.I)

@@ -29,6 +29,11 @@ def _session(*turns: tuple[str, str], started: str | None = "2023-05-08T13:56:00
     ("I can't stand jazz.", "preference"),
     ("I can't eat gluten.", "constraint"),
     ("I've completely changed my mind about travel apps.", "preference"),
+    # a plan that turns away from something is a changed preference; a plan with a change word in passing is not
+    ("I think I'll switch to a written travel journal instead.", "preference"),
+    ("After some reflection, I no longer want to travel overseas.", "preference"),
+    ("I'm going to visit Lisbon next month.", "plan"),
+    ("Now I'm going to book flights to Lisbon next week.", "plan"),
 ])
 def test_classify(text: str, kind: str) -> None:
     assert classify(text) == kind
@@ -42,6 +47,14 @@ def test_classify(text: str, kind: str) -> None:
     ("I’m actually more curious about raga now.", "actually"),  # weak cue + preference verb
     ("I actually went to the store.", None),  # weak cue alone marks nothing
     ("We went camping again.", None),
+    ("I've actually left that fan fiction group.", "I've actually left"),
+    ("I've stopped going to the local meetups.", "stopped going"),
+    ("I have decided to prioritize theoretical study over mentorship.", "decided to prioritize"),
+    ("I decided to give podcasting another shot.", "give podcasting another shot"),
+    ("I've decided to pivot from blogging to video reviews.", "decided to pivot"),
+    ("I decided to take a painting class.", None),  # a decision alone turns against nothing
+    ("I left the office at five.", None),  # leaving a place is no change of state
+    ("The bus stopped at the corner.", None),
 ])
 def test_change_cues(text: str, cue: str | None) -> None:
     assert change_cue(text) == cue

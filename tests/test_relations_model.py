@@ -170,6 +170,44 @@ def test_one_persons_two_statements_conflict_only_when_they_oppose() -> None:
     assert off.adjudicate(_resolution(more, old), Snapshot(user_id="u")).decisions[0].conflicts_with == ["old"]
 
 
+class _Graded(_Always):
+    """P(supersedes) given per candidate, in the candidates' order."""
+
+    def __init__(self, p: Sequence[float]):
+        super().__init__("supersedes")
+        self.p = list(p)
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        P = np.zeros((len(X), len(LABELS)), dtype=np.float32)
+        P[:, LABELS.index("supersedes")] = self.p[:len(X)]
+        P[:, 0] = 1.0 - P[:, LABELS.index("supersedes")]
+        return P
+
+
+# (new kind certain?, stored kinds, P(supersedes) per stored fact, expected kind, expected supersedes)
+GUESSED_KIND = [
+    # a guessed kind takes the kind under which it replaces the most (by P): "I've done a complete 180 on
+    # travel" is no circumstance because its most probable partner mentions busy weeks
+    (False, ["circumstance", "plan", "plan"], [0.9, 0.8, 0.7], "plan", ["s0", "s1", "s2"]),
+    (False, ["circumstance", "preference"], [0.9, 0.8], "circumstance", ["s0"]),
+    (False, ["circumstance", "preference"], [0.8, 0.8], "circumstance", ["s0"]),  # a tie: the first partner's
+    (False, ["circumstance"], [0.9], "circumstance", ["s0"]),
+    (True, ["circumstance", "plan", "plan"], [0.9, 0.8, 0.7], "preference", ["s1", "s2"]),  # a certain kind stays
+    (False, ["event", "plan"], [0.9, 0.6], "preference", ["s0", "s1"]),  # a tie with its own kind: its own
+    (False, ["plan", "plan"], [0.4, 0.3], "preference", []),  # under the threshold nothing is replaced
+]
+
+
+@pytest.mark.parametrize("certain,kinds,p,kind,sup", GUESSED_KIND)
+def test_a_guessed_kind_is_the_one_that_replaces_most(certain: bool, kinds: list[str], p: list[float], kind: str,
+                                                      sup: list[str]) -> None:
+    adj = ModelAdjudicator(_Graded(p), HashEmbedder(8), RelationModelConfig())
+    c = _cand("new", "I've done a complete 180 on travel.", "preference", seq=2).model_copy(update={"kind_certain": certain})
+    stored = [_fact(f"s{i}", f"Statement {i} about trips and weeks.", k) for i, k in enumerate(kinds)]
+    d = adj.adjudicate(_resolution(c, stored), Snapshot(user_id="u")).decisions[0]
+    assert (d.kind or c.kind, d.supersedes) == (kind, sup)
+
+
 def test_a_replacement_must_say_that_something_changed() -> None:
     adj = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig())
     quiet = _cand("new", "We love painting together.", "preference", seq=2, cues=())

@@ -325,6 +325,10 @@ def test_may_supersede_sibling(nk: str, sk: str, nh: str, sh: str, ok: bool) -> 
     (["I'm not giving up!", "I'm trying to juggle studying with my reading hobby."], False),
     (["After that book swap fiasco, I've given up on exchanging books entirely."], True),
     (["I haven't given up on my novel.", "I've never given up on it."], False),
+    # taking back what one said earlier is a reversal even without a "but"
+    (["I know I said I was uncomfortable sharing personal details.", "I now believe being open could help someone."], True),
+    (["I decided to give podcasting another shot.", "It was so much more fun with a co-host."], True),
+    (["After much contemplation, I've decided to step away from volunteering."], True),
     # a concessive "but" turns against a difficulty, not an earlier view
     (["It's been tough, but I'm living my true self.", "Dancing makes me so happy, and now I get to share that."], False),
     (["Finding self-acceptance was a long process, but now I'm ready to offer support."], False),

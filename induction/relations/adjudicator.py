@@ -241,24 +241,36 @@ class ModelAdjudicator:
             d.reason = f"model: duplicate (p={P[best, DUP]:.2f})"
             return
         order = np.argsort(-P[:, SUP], kind="stable")
-        sup: list[str] = []
+        eligible: list[tuple[int, str, str]] = []  # (candidate, its kind, its holder), most probable first
         for k in order:
-            if P[k, SUP] < cfg.supersede_threshold or len(sup) >= cfg.max_superseded_per_fact:
+            if P[k, SUP] < cfg.supersede_threshold:
                 break
             if evidenced and not evidenced[k]:
                 continue  # the newer statement does not say anything changed (graph.rules.change_evidenced)
             if stateful and not stateful[k]:
                 continue  # a question or a response holds no state to replace (graph.rules.holds_state)
-            okind, oholder = info(cands[k].fact_id)
-            use = kind
-            if not certain and okind in _STATIVE and not sup:
-                use = okind  # a guessed kind takes the kind of the state it replaces (as the rules do)
-            if may_supersede(use, okind, holder, oholder, cands[k].older, retrospective,
-                             bool(partner_change[k]) if k < len(partner_change) else False):
-                if use != kind and not sup:
-                    d.kind, kinds[d.fact_id] = use, use
-                    kind = use
-                sup.append(cands[k].fact_id)
+            eligible.append((int(k), *info(cands[k].fact_id)))
+
+        def chosen(use: str) -> list[int]:
+            ok = [k for k, okind, oholder in eligible
+                  if may_supersede(use, okind, holder, oholder, cands[k].older, retrospective,
+                                   bool(partner_change[k]) if k < len(partner_change) else False)]
+            return ok[:cfg.max_superseded_per_fact]
+
+        use = kind
+        if not certain:
+            # a guessed kind takes the kind of a state it replaces (as the rules do): the one under which it
+            # replaces the most (summed P); on a tie the most probable partner's, then its own ("I've done a
+            # complete 180 on travel" is no circumstance because its first partner mentions busy weeks: the
+            # trips it turns against are plans)
+            first = [eligible[0][1]] if eligible and eligible[0][1] in _STATIVE else []
+            options = list(dict.fromkeys(first + [kind] + [o for _, o, _ in eligible if o in _STATIVE]))
+            if options:
+                use = max(options, key=lambda o: (round(float(sum(P[k, SUP] for k in chosen(o))), 6), -options.index(o)))
+        sup = [cands[k].fact_id for k in chosen(use)]
+        if sup and use != kind:
+            d.kind, kinds[d.fact_id] = use, use
+            kind = use
         if sup:
             d.supersedes = sup
             d.reason = f"model: supersedes (p={float(P[order[0], SUP]):.2f})"
