@@ -52,7 +52,7 @@ CHANGE = _rx(r"no longer", r"not anymore", r"any ?more", r"any longer", r"switch
              r"lost (?:interest|my interest)", r"tired of", r"(?:I've|I have) (?:actually |just |finally |recently )?(?:left|quit)",
              r"(?:quit|stopped) \w+ing",
              r"(?:decided|decide|chosen|choose) to (?:stop|quit|drop|abandon|pivot|step (?:away|back)|strip|stick to|prioriti[sz]e|switch)",
-             r"pivot(?:ed|ing)? (?:from|to|away)", r"step(?:ped|ping)? (?:away|back) from",
+             r"pivot(?:ed|ing)? (?:from|to|away)", r"(?:I|I've|I have|I'm|I am) (?:decided to )?step(?:ped|ping)? (?:away|back) from",
              r"(?:give|gave|giving) (?:\w+ )?(?:\w+ )?another (?:shot|try|chance)", r"instead of", r"not (?:into|interested in) \w+(?: \w+){0,3} anymore")
 # "used to" alone is often a memory ("I used to ride horses with my dad"); with a preference verb
 # ("I used to love jazz") it marks a change. Same for "lately", "since", "now".
