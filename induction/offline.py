@@ -67,12 +67,12 @@ CONSTRAINT = _rx(r"allergic", r"allerg(?:y|ies)", r"intoleran\w+", r"can't eat",
                  r"doctor (?:said|told)", r"have to avoid", r"must avoid", r"need to avoid", r"avoid\w*", r"diabet\w+",
                  r"vegan", r"vegetarian", r"gluten", r"lactose", r"pregnan\w+", r"budget", r"deadline", r"afford",
                  r"only have", r"limited to", r"disabilit\w+", r"wheelchair", r"recovering from", r"surgery")
+# A plan's date or booking: a plan that carries one stays a plan even when it says it changes something.
+_SCHEDULE = (r"signed up", r"scheduled", r"booked", r"tomorrow", r"next (?:week|month|year|weekend|summer|spring|fall|winter)")
 PLAN = _rx(r"plan(?:ning)? (?:to|on)", r"going to", r"gonna", r"I'll", r"I will", r"we'll", r"we will", r"intend\w* to",
-           r"hop(?:e|ing) to", r"about to", r"signed up", r"sign(?:ing)? up", r"scheduled", r"booked", r"thinking (?:of|about) \w+ing",
-           r"next (?:week|month|year|weekend|summer|spring|fall|winter)", r"tomorrow", r"looking forward to", r"aim(?:ing)? to",
-           r"my goal is", r"want to (?:start|try|learn|visit|go|travel|take|get|build|become)")
-SCHEDULED = _rx(r"signed up", r"scheduled", r"booked", r"tomorrow", r"next (?:week|month|year|weekend|summer|spring|fall|winter)",
-                r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)")
+           r"hop(?:e|ing) to", r"about to", r"sign(?:ing)? up", r"thinking (?:of|about) \w+ing", r"looking forward to",
+           r"aim(?:ing)? to", r"my goal is", r"want to (?:start|try|learn|visit|go|travel|take|get|build|become)", *_SCHEDULE)
+SCHEDULED = _rx(*_SCHEDULE, r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)")
 PREFERENCE = _rx(r"prefer\w*", r"love\w*", r"like to", r"likes?", r"enjoy\w*", r"favou?rite", r"fan of", r"into \w+",
                  r"passion\w*", r"hate\w*", r"dislike\w*", r"can't stand", r"crav\w+", r"appreciat\w+", r"fond of",
                  r"interested in", r"curious about", r"drawn to", r"resonat\w+", r"speaks to me", r"my thing",
