@@ -52,7 +52,10 @@ def main() -> None:
                     help="How a gold item finds its stored fact (evaluation/memsyco_selection.py).")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON",
                     help="Relation-model settings (induction.config.RelationModelConfig), e.g. change_needs_reversal=true.")
+    ap.add_argument("--retrieval", nargs="*", default=[], metavar="KEY=JSON",
+                    help="Retrieval settings (graph.retrieval.RetrievalConfig), e.g. update_turns=false.")
     a = ap.parse_args()
+    rcfg = RetrievalConfig.model_validate({"k": 10} | {k: json.loads(v) for k, v in (x.split("=", 1) for x in a.retrieval)})
     s = Settings()
     s.store.path = str(Path(tempfile.mkdtemp(prefix="evomem-vmsrows-")) / "store")
     mem = Memory.from_settings(s)
@@ -73,7 +76,7 @@ def main() -> None:
     for row in rows:
         ing.ingest(row.session)
         user = row.session.user_id
-        b = retrieve(mem.store, user, row.question, emb([row.question])[0].tolist(), RetrievalConfig(k=10))
+        b = retrieve(mem.store, user, row.question, emb([row.question])[0].tolist(), rcfg)
         snap = mem.store.load_snapshot(user)
         val = validity_map(snap, list(snap.facts))
         r = score_row(row, b, {f: x.statement for f, x in snap.facts.items()}, emb, 0.45, val, turn_positions(row, snap),

@@ -40,6 +40,8 @@ class Explain(BaseModel):
     k: int
     seeds: list[SeedHit]
     added_by_traversal: list[str]
+    added_by_update_turn: list[str] = Field(default_factory=list, description="Facts handed on because they share "
+                                            "a source turn with an update in the bundle (RetrievalConfig.update_turns).")
     traversal_rounds: int = 0
     capped: bool = False
     timings_ms: dict[str, float] = Field(default_factory=dict)

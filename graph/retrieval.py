@@ -44,6 +44,11 @@ class RetrievalConfig(BaseModel):
     traverse: bool = Field(default=True, description="Follow SUPERSEDES/CONFLICTS_WITH to closure (ablation switch).")
     max_hops: int = Field(default=6, ge=1, le=32, description="Hops per traversal query; the loop repeats to closure.")
     max_facts: int = Field(default=500, ge=1, description="Safety cap on facts gathered by traversal.")
+    update_turns: bool = Field(default=True, description=(
+        "Hand on the whole source turn of each update in the bundle (a fact that SUPERSEDES another), with "
+        "the turn's facts' own partners: a change is often said over several sentences (\"I've been going to "
+        "the arthouse instead. The discussions after the films are deeper.\") and the update is one of them "
+        "(docs/results/relations.md, revision 12). Needs ``traverse``."))
     routes: tuple[RouteName, ...] = Field(default=ROUTES, description="Seed routes fused when a RouteIndex is given "
                                           "(ablation: leave one out).")
     route_weights: dict[str, float] = Field(default_factory=dict, description="Per-route RRF weight (default 1.0).")
@@ -311,6 +316,12 @@ def traverse(store: GraphStore, user_id: str, seed_ids: Sequence[str], cfg: Retr
     return sub, rounds, capped or len(sub.facts) > cfg.max_facts
 
 
+def update_turns_of(sub: Subgraph) -> list[str]:
+    """The source turns of the updates in ``sub``: facts that SUPERSEDE a fact."""
+    ups = {r.src for r in sub.relations if r.type == "SUPERSEDES" and r.src in sub.facts}
+    return sorted({t for u in ups for t in sub.facts[u].source_turn_ids})
+
+
 def index_subgraph(index: RouteIndex, seed_ids: Sequence[str], cfg: RetrievalConfig, traverse: bool,
                    allowed_ids: frozenset[str] | None = None) -> tuple[Subgraph, int, bool]:
     """Like ``traverse`` (or a plain fetch when ``traverse`` is off), but from the route index: the
@@ -402,6 +413,19 @@ def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Seque
         sub, rounds, capped = traverse(store, user_id, seed_ids, cfg, allowed_ids)
     else:
         sub, rounds, capped = restrict(store.fetch(user_id, seed_ids), allowed_ids), 0, False
+    by_turn: list[str] = []
+    if cfg.traverse and cfg.update_turns and (turns := update_turns_of(sub)):
+        # an update arrives with its whole turn; the turn's facts bring their own partners (closure again)
+        near = ([index.ids[n] for t in turns for n in index.turn_facts.get(t, ())] if index is not None
+                else store.turn_facts(user_id, turns))
+        by_turn = sorted({f for f in near if f not in sub.facts and (allowed_ids is None or f in allowed_ids)})
+        if by_turn:
+            wider = [*seed_ids, *sorted(sub.facts), *by_turn]
+            if index is not None:
+                sub, more, capped = index_subgraph(index, wider, cfg, True, allowed_ids)
+            else:
+                sub, more, capped = traverse(store, user_id, wider, cfg, allowed_ids)
+            rounds += more
     t2 = time.perf_counter()
     seed_score = {s.fact_id: s.score for s in seeds}
     ids = [i for i in seed_ids if i in sub.facts] + sorted(i for i in sub.facts if i not in seed_score)
@@ -425,6 +449,7 @@ def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Seque
                                   brief=brief(f, index, query, cfg.broad_line_words) if broad else None))
     t3 = time.perf_counter()
     explain = Explain(query=query, k=cfg.k, seeds=seeds, added_by_traversal=[i for i in ids if i not in seed_score],
+                      added_by_update_turn=[i for i in by_turn if i in sub.facts],
                       traversal_rounds=rounds, capped=capped,
                       timings_ms={"seeds": (t1 - t0) * 1e3, "traverse": (t2 - t1) * 1e3, "assemble": (t3 - t2) * 1e3, **route_ms})
     return EvidenceBundle(user_id=user_id, query=query, items=items, explain=explain)

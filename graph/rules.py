@@ -279,7 +279,7 @@ _REVERSAL = re.compile(
     r"switch(?:ed|ing)? (?:to|from|over)|changed my|change of heart|(?:a )?complete 180|"
     r"(?:completely|totally|entirely) (?:changed|flipped|reversed|shifted|switched)|rethink\w*|reconsider\w*|"
     r"(?<!not )(?<!never )(?<!n't )(?:gave up|giving up|given up)|moved on from|grown out of|shift(?:ed|ing)? (?:my|the|away|from|to)|replac(?:ed|ing)|"
-    r"turned (?:away|against)|lost (?:interest|my interest)|tired of|used to|I know I (?:said|mentioned)|"
+    r"turned (?:away|against)|lost (?:interest|my interest)|tired of|(?:weary|sick) of|fed up with|burn(?:ed|t) out|used to|I know I (?:said|mentioned)|"
     r"(?:despite|contrary to) what I (?:said|mentioned)|pivot(?:ed|ing)? (?:from|to|away)|"
     r"(?:I|I've|I have|I'm|I am) (?:decided to )?step(?:ped|ping)? (?:away|back) from|"
     r"abandon(?:ed|ing)?|another (?:shot|try|chance)|I'?d (?:much )?rather|"

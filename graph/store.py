@@ -90,6 +90,9 @@ class GraphStore(Protocol):
 
     def turns(self, user_id: str, turn_ids: Sequence[str]) -> list[Turn]: ...
 
+    def turn_facts(self, user_id: str, turn_ids: Sequence[str]) -> list[str]:
+        """Ids of this user's facts derived from any of ``turn_ids`` (DERIVED_FROM), sorted."""
+
     def embeddings(self, user_id: str) -> dict[str, list[float]]:
         """fact_id -> the stored embedding, for this user's facts that have one (export, graph/portable.py)."""
 

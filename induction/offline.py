@@ -49,18 +49,24 @@ CHANGE = _rx(r"no longer", r"not anymore", r"any ?more", r"any longer", r"switch
              r"shift(?:ed|ing)? (?:my focus|away|from|to)", r"replac(?:ed|ing)", r"turned (?:away|against)",
              r"(?:going|went|dive|diving|get|getting) back (?:to|into)", r"return(?:ing)? to",
              r"(?:doesn't|does not|didn't|did not|don't) (?:work|feel right) for me", r"(?:not|isn't|wasn't) for me",
-             r"lost (?:interest|my interest)", r"tired of", r"(?:I've|I have) (?:actually |just |finally |recently )?(?:left|quit)",
+             r"lost (?:interest|my interest)", r"tired of", r"(?:weary|sick) of", r"fed up with", r"burn(?:ed|t) out", r"(?:I've|I have) (?:actually |just |finally |recently )?(?:left|quit)",
              r"(?:quit|stopped) \w+ing",
              r"(?:decided|decide|chosen|choose) to (?:stop|quit|drop|abandon|pivot|step (?:away|back)|strip|stick to|prioriti[sz]e|switch)",
              r"pivot(?:ed|ing)? (?:from|to|away)", r"(?:I|I've|I have|I'm|I am) (?:decided to )?step(?:ped|ping)? (?:away|back) from",
              r"(?:give|gave|giving) (?:\w+ )?(?:\w+ )?another (?:shot|try|chance)", r"instead of", r"not (?:into|interested in) \w+(?: \w+){0,3} anymore")
+# What someone is after now ("I'm now looking for a challenge about classics only") is what they want, and
+# "too broad for me" is a judgment of taste; both are preferences and make "now"/"realized" a change.
+_LOOKING_FOR = r"(?:I'm|I am|we're|we are)(?: now| currently| really| actually)? (?:looking|searching) for"
+_TOO_FOR_ME = r"too \w+ for (?:me|my taste)"
+# A comparison the speaker draws ("I find it so much more fulfilling than rewatching old favourites").
+_FIND_MORE = r"(?:I|we) find (?:it|them|that|this|those) (?:\w+ ){0,2}(?:more|less|most|least) \w+"
 # "used to" alone is often a memory ("I used to ride horses with my dad"); with a preference verb
 # ("I used to love jazz") it marks a change. Same for "lately", "since", "now".
 CHANGE_WEAK = _rx(r"now", r"actually", r"reali[sz]ed?", r"instead", r"again", r"(?:have|'ve) since", r"lately",
                   r"used to", r"(?:have|'ve) found")
 PREF_VERB = _rx(r"prefer\w*", r"want\w*", r"crav\w+", r"lov(?:e|es|ing)", r"enjoy\w*", r"like", r"interested", r"curious",
                 r"drawn", r"rather", r"favou?rite", r"appreciat\w+", r"passion\w*", r"focus\w*", r"happiest",
-                r"(?:I'm|I am|really|totally|more|not) into")
+                r"(?:I'm|I am|really|totally|more|not) into", _LOOKING_FOR, _TOO_FOR_ME, _FIND_MORE)
 CONSTRAINT = _rx(r"allergic", r"allerg(?:y|ies)", r"intoleran\w+", r"can't eat", r"cannot eat", r"can't have",
                  r"can't do", r"(?:can't|cannot|can not) (?:eat|have|drink|do|go|run|walk|lift|travel|afford|use|take|handle)",
                  r"unable to", r"not allowed", r"injur(?:ed|y|ies)", r"broke my",
@@ -69,7 +75,10 @@ CONSTRAINT = _rx(r"allergic", r"allerg(?:y|ies)", r"intoleran\w+", r"can't eat",
                  r"only have", r"limited to", r"disabilit\w+", r"wheelchair", r"recovering from", r"surgery")
 # A plan's date or booking: a plan that carries one stays a plan even when it says it changes something.
 _SCHEDULE = (r"signed up", r"scheduled", r"booked", r"tomorrow", r"next (?:week|month|year|weekend|summer|spring|fall|winter)")
-PLAN = _rx(r"plan(?:ning)? (?:to|on)", r"going to", r"gonna", r"I'll", r"I will", r"we'll", r"we will", r"intend\w* to",
+# "going to" is a plan before a verb ("I'm going to try pottery"), not before a place or an event ("I've
+# been going to the arthouse theater", "Going to a local author's event made me feel awkward").
+_GOING_TO = r"(?<!been )going to (?!(?:the|a|an|my|our|your|his|her|their|this|that|these|those|some)\b)"
+PLAN = _rx(r"plan(?:ning)? (?:to|on)", _GOING_TO, r"gonna", r"I'll", r"I will", r"we'll", r"we will", r"intend\w* to",
            r"hop(?:e|ing) to", r"about to", r"sign(?:ing)? up", r"thinking (?:of|about) \w+ing", r"looking forward to",
            r"aim(?:ing)? to", r"my goal is", r"want to (?:start|try|learn|visit|go|travel|take|get|build|become)", *_SCHEDULE)
 SCHEDULED = _rx(*_SCHEDULE, r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)")
@@ -78,7 +87,7 @@ PREFERENCE = _rx(r"prefer\w*", r"love\w*", r"like to", r"likes?", r"enjoy\w*", r
                  r"interested in", r"curious about", r"drawn to", r"resonat\w+", r"speaks to me", r"my thing",
                  r"(?:not|wasn't|isn't) my forte", r"isn't for me", r"wasn't for me", r"wants?", r"wish\w*", r"delight\w*", r"joy", r"fascinat\w+",
                  r"thrill\w*", r"chore", r"boring", r"rather", r"taste", r"obsessed", r"adore\w*", r"keen on",
-                 r"excit(?:ed|ing)", r"inspir\w+", r"my go-to", r"can't get enough")
+                 r"excit(?:ed|ing)", r"inspir\w+", r"my go-to", r"can't get enough", _LOOKING_FOR, _TOO_FOR_ME, _FIND_MORE)
 BELIEF = _rx(r"I think", r"I believe", r"I feel (?:that|like)", r"(?:I've been |I'm |I was )?feeling (?:that|like)", r"in my (?:opinion|view)", r"I'm (?:convinced|sure) that",
              r"I guess", r"I suppose", r"I realize", r"I've learned", r"it's important", r"should", r"I value")
 CIRCUMSTANCE = _rx(r"I work(?:ed)? (?:as|at|for|in)", r"my job", r"I'm an? \w+", r"I am an? \w+", r"I live", r"I'm living",

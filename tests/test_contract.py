@@ -101,6 +101,38 @@ def test_retrieval_pairs_update_with_its_counterpart(store: Any) -> None:
     assert [i.fact.fact_id for i in b2.items] == ["maya:beach"]
 
 
+def test_an_update_arrives_with_its_whole_turn(store: Any) -> None:
+    """A change said over two sentences: the update's turn-mate comes with it (and the turn-mate of a fact
+    that updates nothing does not), on the store path and on the route-index path alike."""
+    from graph.routes.index import RouteIndexCache
+
+    vacation_user(store)
+    u = "maya"
+    commit(store, EditBatch(user_id=u, edits=[
+        attach(fact(u, "sea", "Finds the sea calmer than any trail", source_turn_ids=(f"{u}-t1",)), f"{u}:travel"),
+        attach(fact(u, "rest", "Was told to rest for a month", "circumstance", source_turn_ids=(f"{u}-t2",)), f"{u}:health"),
+    ]))
+    assert store.turn_facts(u, [f"{u}-t1"]) == [f"{u}:beach", f"{u}:sea"]
+    assert store.turn_facts(u, []) == [] and store.turn_facts("nobody", [f"{u}-t1"]) == []
+    q = "hiking trips in the mountains"
+    qv = EMB.embed([q])[0].tolist()
+    # one seed and no turn window, so every other fact in the bundle came by traversal or the update's turn
+    cfg = RetrievalConfig(k=1, dense_candidates=1, text_candidates=1, route_candidates=1, routes=("fact_dense",))
+    cache = RouteIndexCache(lambda texts: EMB.embed(texts))
+    for index in (None, cache.get(store, u)):
+        b = retrieve(store, u, q, qv, cfg, index=index)
+        assert b.explain.seeds[0].fact_id == f"{u}:hiking"
+        assert {i.fact.fact_id for i in b.items} == {f"{u}:hiking", f"{u}:beach", f"{u}:sea"}
+        assert b.explain.added_by_update_turn == [f"{u}:sea"]
+        assert {i.fact.fact_id: i.state.validity for i in b.items}[f"{u}:sea"] == "current"
+        off = retrieve(store, u, q, qv, cfg.model_copy(update={"update_turns": False}), index=index)
+        assert {i.fact.fact_id for i in off.items} == {f"{u}:hiking", f"{u}:beach"}
+        hidden = retrieve(store, u, q, qv, cfg, index=index, allowed_ids=frozenset({f"{u}:hiking", f"{u}:beach"}))
+        assert {i.fact.fact_id for i in hidden.items} == {f"{u}:hiking", f"{u}:beach"}
+    knee = retrieve(store, u, "knee injury", EMB.embed(["knee injury"])[0].tolist(), cfg)
+    assert f"{u}:rest" not in {i.fact.fact_id for i in knee.items}  # an injury replaces nothing
+
+
 def test_retrieval_restricted_to_allowed_ids(store: Any) -> None:
     """Time travel: with ``allowed_ids`` the update made later is invisible to seeds, traversal and
     the state of the fact it replaced (which is then current again)."""

@@ -34,6 +34,14 @@ def _session(*turns: tuple[str, str], started: str | None = "2023-05-08T13:56:00
     ("After some reflection, I no longer want to travel overseas.", "preference"),
     ("I'm going to visit Lisbon next month.", "plan"),
     ("Now I'm going to book flights to Lisbon next week.", "plan"),
+    # "going to" before a place or an event is a habit or an outing, not a plan
+    ("I've been going to the local arthouse theater, and I find it so much more fulfilling.", "preference"),
+    ("Going to a local author's event made me feel awkward about networking.", "event"),
+    ("I'm going to the gym tomorrow.", "plan"),  # the schedule still makes it a plan
+    # what someone is after now, a judgment of taste, a comparison they draw: preferences
+    ("I'm now looking for an online challenge that's strictly about classic literature.", "preference"),
+    ("I've realized that the Pacific music group is just too broad for me.", "preference"),
+    ("I was looking for my keys all morning.", "experience"),
 ])
 def test_classify(text: str, kind: str) -> None:
     assert classify(text) == kind
@@ -58,6 +66,12 @@ def test_classify(text: str, kind: str) -> None:
     ("I've stepped away from volunteering at the clinic.", "I've stepped away from"),
     ("I left the office at five.", None),  # leaving a place is no change of state
     ("The bus stopped at the corner.", None),
+    ("I'm now looking for a group that discusses classics in depth.", "now"),
+    ("I've realized that the Pacific music group is just too broad for me.", "realized"),
+    ("Lately I've been binging documentaries, and I find them even more captivating.", "Lately"),
+    ("I find it more useful to take notes by hand.", None),  # a comparison alone turns against nothing
+    ("I've actually grown weary of those large community networking events.", "weary of"),
+    ("Lately, I've been feeling a bit burned out on all the experimental indie films.", "burned out"),
 ])
 def test_change_cues(text: str, cue: str | None) -> None:
     assert change_cue(text) == cue

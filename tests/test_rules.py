@@ -329,6 +329,8 @@ def test_may_supersede_sibling(nk: str, sk: str, nh: str, sh: str, ok: bool) -> 
     (["I know I said I was uncomfortable sharing personal details.", "I now believe being open could help someone."], True),
     (["I decided to give podcasting another shot.", "It was so much more fun with a co-host."], True),
     (["After much contemplation, I've decided to step away from volunteering."], True),
+    (["I've grown weary of those large community networking events."], True),
+    (["I've been feeling a bit burned out on all the experimental indie films."], True),
     # a concessive "but" turns against a difficulty, not an earlier view
     (["It's been tough, but I'm living my true self.", "Dancing makes me so happy, and now I get to share that."], False),
     (["Finding self-acceptance was a long process, but now I'm ready to offer support."], False),

@@ -113,6 +113,8 @@ EXPAND = ("UNWIND $ids AS i MATCH (s:Fact {{fact_id: i}}) WHERE s.user_id = $u "
 FETCH_FACTS = f"UNWIND $ids AS i MATCH (f:Fact {{fact_id: i}}) WHERE f.user_id = $u RETURN {FACT_COLS}"
 FETCH_TURNS = ("MATCH (t:Turn) WHERE t.user_id = $u AND t.turn_id IN $ids "
                "RETURN t.turn_id, t.user_id, t.session_id, t.seq, t.role, t.text, t.at ORDER BY t.session_id, t.seq")
+TURN_FACTS = ("MATCH (f:Fact)-[:DERIVED_FROM]->(t:Turn) WHERE t.user_id = $u AND f.user_id = $u AND t.turn_id IN $ids "
+              "RETURN DISTINCT f.fact_id ORDER BY f.fact_id")
 USERS = "MATCH (u:UserMeta) RETURN u.user_id ORDER BY u.user_id"
 
 # -- purge / counts --

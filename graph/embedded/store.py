@@ -328,6 +328,12 @@ class EmbeddedStore:
             rows = self._q(Q.FETCH_TURNS, {"u": user_id, "ids": list(turn_ids)})
         return [row_turn(dict(zip(("turn_id", "user_id", "session_id", "seq", "role", "text", "at"), r))) for r in rows]
 
+    def turn_facts(self, user_id: str, turn_ids: Sequence[str]) -> list[str]:
+        if not turn_ids:
+            return []
+        with self._lock:
+            return [r[0] for r in self._q(Q.TURN_FACTS, {"u": user_id, "ids": list(turn_ids)})]
+
     def embeddings(self, user_id: str) -> dict[str, list[float]]:
         with self._lock:
             rows = self._q(Q.SEARCH_ROWS, {"u": user_id})

@@ -114,6 +114,8 @@ def fetch_within(hops: int) -> str:
             "WITH collect(DISTINCT s) + collect(DISTINCT o) AS ns UNWIND ns AS f WITH DISTINCT f " + _FETCH_TAIL)
 FETCH_TURNS = ("MATCH (t:Turn) WHERE t.user_id = $u AND t.turn_id IN $ids RETURN t {.*} AS t "
                "ORDER BY t.session_id, t.seq")
+TURN_FACTS = ("MATCH (f:Fact)-[:DERIVED_FROM]->(t:Turn) WHERE t.user_id = $u AND f.user_id = $u AND t.turn_id IN $ids "
+              "RETURN DISTINCT f.fact_id AS f ORDER BY f")
 USERS = "MATCH (u:UserMeta) RETURN u.user_id AS u ORDER BY u"
 
 # -- purge / counts --

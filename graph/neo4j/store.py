@@ -310,6 +310,9 @@ class Neo4jStore:
     def turns(self, user_id: str, turn_ids: Sequence[str]) -> list[Turn]:
         return [row_turn(r["t"]) for r in self._read(Q.FETCH_TURNS, u=user_id, ids=list(turn_ids))]
 
+    def turn_facts(self, user_id: str, turn_ids: Sequence[str]) -> list[str]:
+        return [r["f"] for r in self._read(Q.TURN_FACTS, u=user_id, ids=list(turn_ids))] if turn_ids else []
+
     def embeddings(self, user_id: str) -> dict[str, list[float]]:
         rows = self._read(Q.EMBEDDINGS, u=user_id)
         return dict(zip(rows[0]["ids"], rows[0]["embs"])) if rows else {}
