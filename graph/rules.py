@@ -270,6 +270,11 @@ def change_evidenced(old_kind: str, change_cue: bool, shift_cue: bool, polarity_
     return change_cue or shift_cue or polarity_differs
 
 
+# Having moved on from something ("I've grown weary of those events", "burned out on indie films"): a
+# change cue in the offline extractor (induction.offline.CHANGE) and a reversal here, one list for both.
+MOVED_ON: tuple[str, ...] = (r"lost (?:interest|my interest)", r"tired of", r"(?:weary|sick) of", r"fed up with",
+                             r"burn(?:ed|t) out")
+
 # What tells a change of direction from an elaboration. On LoCoMo "now" and "lately" mostly report progress
 # on the same path ("Now I'm passionate about creating a safe place", "Growing my customer base is the main
 # focus right now"): 17 of 28 audited SUPERSEDES edges came from whole-turn replacement on such a turn, none
@@ -279,7 +284,7 @@ _REVERSAL = re.compile(
     r"switch(?:ed|ing)? (?:to|from|over)|changed my|change of heart|(?:a )?complete 180|"
     r"(?:completely|totally|entirely) (?:changed|flipped|reversed|shifted|switched)|rethink\w*|reconsider\w*|"
     r"(?<!not )(?<!never )(?<!n't )(?:gave up|giving up|given up)|moved on from|grown out of|shift(?:ed|ing)? (?:my|the|away|from|to)|replac(?:ed|ing)|"
-    r"turned (?:away|against)|lost (?:interest|my interest)|tired of|(?:weary|sick) of|fed up with|burn(?:ed|t) out|used to|I know I (?:said|mentioned)|"
+    r"turned (?:away|against)|" + "|".join(MOVED_ON) + r"|used to|I know I (?:said|mentioned)|"
     r"(?:despite|contrary to) what I (?:said|mentioned)|pivot(?:ed|ing)? (?:from|to|away)|"
     r"(?:I|I've|I have|I'm|I am) (?:decided to )?step(?:ped|ping)? (?:away|back) from|"
     r"abandon(?:ed|ing)?|another (?:shot|try|chance)|I'?d (?:much )?rather|"

@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 
 from graph.models import FactKind
+from graph.rules import MOVED_ON
 from induction.config import OfflineExtractorConfig
 from induction.branch import OntologyBranch
 from induction.clauses import clauses
@@ -49,7 +50,7 @@ CHANGE = _rx(r"no longer", r"not anymore", r"any ?more", r"any longer", r"switch
              r"shift(?:ed|ing)? (?:my focus|away|from|to)", r"replac(?:ed|ing)", r"turned (?:away|against)",
              r"(?:going|went|dive|diving|get|getting) back (?:to|into)", r"return(?:ing)? to",
              r"(?:doesn't|does not|didn't|did not|don't) (?:work|feel right) for me", r"(?:not|isn't|wasn't) for me",
-             r"lost (?:interest|my interest)", r"tired of", r"(?:weary|sick) of", r"fed up with", r"burn(?:ed|t) out", r"(?:I've|I have) (?:actually |just |finally |recently )?(?:left|quit)",
+             *MOVED_ON, r"(?:I've|I have) (?:actually |just |finally |recently )?(?:left|quit)",
              r"(?:quit|stopped) \w+ing",
              r"(?:decided|decide|chosen|choose) to (?:stop|quit|drop|abandon|pivot|step (?:away|back)|strip|stick to|prioriti[sz]e|switch)",
              r"pivot(?:ed|ing)? (?:from|to|away)", r"(?:I|I've|I have|I'm|I am) (?:decided to )?step(?:ped|ping)? (?:away|back) from",
