@@ -94,7 +94,9 @@ class RelationModelConfig(_Cfg):
     require_change_evidence: bool = Field(default=True, description="A replacement needs the newer statement to say "
                                           "something changed (graph.rules.change_evidenced); off = the model alone.")
     max_candidates: int = Field(default=12, ge=1, le=100, description="Candidate partners scored per new fact, closest first.")
-    max_superseded_per_fact: int = Field(default=3, ge=1, description="A new fact replaces at most this many older ones.")
+    max_superseded_per_fact: int = Field(default=4, ge=1, description="A new fact replaces at most this many older ones "
+                                         "(4: a change is often said against a turn of several sentences; "
+                                         "docs/results/relations.md, revision 13).")
     supersede_turn: bool = Field(default=True, description="A replacement covers the replaced fact's whole turn: its "
                                  "other facts of the same holder that hold state and still are current are replaced too.")
     turn_min_similarity: float = Field(default=0.35, ge=0.0, le=1.0, description="A sibling of a replaced fact is "

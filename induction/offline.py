@@ -105,12 +105,11 @@ EVENT = _rx(r"went", r"visited", r"attended", r"bought", r"started", r"finished"
 FRAMING = re.compile(r"\b(?:version|line|account|framing|explanation|story|claim|quote|saying|phrase|hook|idea|"
                      r"take|angle)\b[^:.!?]{0,80}:\s*\S|\b(?:I've|I have) (?:always )?(?:heard|read|been told) that\b|"
                      r"\b(?:I|we) (?:always |usually )?(?:say|tell (?:people|them|everyone)|repeat) that\b", re.I)
-# Polarity: "not only" / "not just" are emphasis, not negation.
 # Polarity of a state. Emphasis ("not only", "can't wait", "never forget", "not alone") is not negation.
 # Positive idioms built on a negation ("I can't get enough of it", "I couldn't be happier", "I can't stop
 # watching") say the opposite of "not": read as polarity, they let "Now I can't get enough of films" replace
-# what it grew out of as if it reversed it.
-NEGATION = re.compile(r"\b(?:not(?! only| just| merely| alone| bad| sure)|never(?! forget| been happier)|no longer|"
+# what it grew out of as if it reversed it. So does novelty ("exploring genres I had never ventured into before").
+NEGATION = re.compile(r"\b(?:not(?! only| just| merely| alone| bad| sure)|never(?! forget| been happier)(?![^.!?;]{0,60}\bbefore\b)|no longer|"
                       r"hate\w*|dislike\w*|avoid\w*|(?<!n't )stop(?:ped)?|quit|can't stand|isn't for me|wasn't for me)\b|"
                       r"n't\b(?! only| just| wait| help| believe| imagine| forget| get enough| be happier| stop)", re.I)
 CHITCHAT = re.compile(r"^\s*(?:hey|hi|hello|bye|goodbye|thanks|thank you|thx|wow|haha|lol|omg|congrats|congratulations|"

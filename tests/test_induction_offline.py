@@ -220,6 +220,10 @@ def test_clause_splitting_can_be_turned_off() -> None:
     ("I couldn't be happier with the new setup.", False),
     ("I can't stop watching documentaries.", False),
     ("I've never been happier.", False),
+    # novelty: what was never done before is a first time, not a refusal
+    ("I'm exploring genres I had never ventured into before.", False),
+    ("I've never liked crowds, and I still don't.", True),
+    ("I never go to festivals. Before that I did.", True),
 ])
 def test_negation_cue_reads_positive_idioms_as_positive(text: str, negated: bool) -> None:
     assert bool(NEGATION.search(text)) is negated
