@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
 from collections.abc import Sequence
 from typing import Literal, Protocol, runtime_checkable
 
@@ -45,6 +46,10 @@ class SentenceTransformerEmbedder:
 
         self.model = SentenceTransformer(model_path, device=device, local_files_only=True)
         self.batch_size = batch_size
+        # One forward pass at a time: the server embeds from request threads and from the background
+        # index rebuild (RouteIndexCache.warm), and a fast tokenizer used from two threads at once can
+        # fail ("Already borrowed"); on CPU two concurrent passes are no faster than one after the other.
+        self._lock = threading.Lock()
         getter = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         dim = getter()
         if dim is None:
@@ -54,8 +59,9 @@ class SentenceTransformerEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        out = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
-                                convert_to_numpy=True, show_progress_bar=False)
+        with self._lock:
+            out = self.model.encode(list(texts), batch_size=self.batch_size, normalize_embeddings=True,
+                                    convert_to_numpy=True, show_progress_bar=False)
         return np.asarray(out, dtype=np.float32)
 
 
@@ -68,9 +74,11 @@ class BgeM3Embedder:
         self.model = BGEM3FlagModel(model_path, use_fp16=device.startswith("cuda"), devices=device)
         self.batch_size = batch_size
         self.dim = 1024
+        self._lock = threading.Lock()  # as SentenceTransformerEmbedder's
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        out = self.model.encode(list(texts), batch_size=self.batch_size)["dense_vecs"]
+        with self._lock:
+            out = self.model.encode(list(texts), batch_size=self.batch_size)["dense_vecs"]
         out = np.asarray(out, dtype=np.float32)
         normed: np.ndarray = out / (np.linalg.norm(out, axis=1, keepdims=True) + 1e-12)
         return normed

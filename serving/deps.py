@@ -46,6 +46,9 @@ class ApiSettings(BaseModel):
     max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, description="Larger bodies are refused with 413.")
     max_cypher_rows: int = Field(default=1000, ge=1, description="Rows returned by /cypher at most.")
     max_page: int = Field(default=500, ge=1, description="Largest 'limit' for fact listings.")
+    warm_after_ingest: bool = Field(default=True, description="After a session commits, rebuild that user's route "
+                                    "index in the background, so their next request does not pay for it "
+                                    "(graph.routes.index.RouteIndexCache.warm).")
 
 
 def load_api_keys(single: str | None, path: str | None) -> list[ApiKey]:

@@ -28,13 +28,17 @@ def default_ingestor(memory: Memory, config: IngestConfig | None = None,
     return build_ingestor(memory, config or IngestConfig(), extraction or ModelEndpointConfig())
 
 
-def ingest_with(ingestor: Ingestor) -> IngestFn:
-    """Session ingestion (a JSON session for a user) through ``ingestor``."""
+def ingest_with(ingestor: Ingestor, warm: bool = False) -> IngestFn:
+    """Session ingestion (a JSON session for a user) through ``ingestor``; ``warm``: rebuild the user's
+    route index in the background after a commit (``ApiSettings.warm_after_ingest``)."""
     from induction.session import parse_session
 
     def ingest(user_id: str, session_json: dict[str, Any]) -> dict[str, Any]:
         session = parse_session(session_json, source="http", user_id=user_id)
-        return ingestor.ingest(session).model_dump(mode="json")
+        report = ingestor.ingest(session)
+        if warm and report.status == "committed":
+            ingestor.memory.routes.warm(ingestor.memory.store, report.user_id)
+        return report.model_dump(mode="json")
 
     return ingest
 
@@ -53,7 +57,7 @@ def build_deps(settings: MemorySettings, models: ModelsConfig, pipeline: Pipelin
     try:
         policy, answer_model = build_models(models, pipeline)
         ingestor = default_ingestor(memory, ingest_config, models.extraction) if ingest is True else None
-        fn: IngestFn | None = (ingest_with(ingestor) if ingestor is not None
+        fn: IngestFn | None = (ingest_with(ingestor, api.warm_after_ingest) if ingestor is not None
                                else ingest if callable(ingest) else None)
     except Exception:
         memory.close()

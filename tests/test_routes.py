@@ -172,6 +172,101 @@ def test_purged_fact_leaves_the_route_index_and_its_memo(tmp_path: Path) -> None
     store.close()
 
 
+def test_warm_builds_the_index_once_in_the_background(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a commit, ``warm`` rebuilds in the background; the next request finds that index (no second
+    build), a later commit queues a rebuild at its own version, and ``close`` leaves no thread running."""
+    import threading
+
+    import graph.routes.index as ix
+    from graph.edits import EditBatch
+    from tests.test_contract import attach, commit, fact
+
+    builds: list[str] = []
+    real = ix.build_index
+
+    def counted(*a: object, **k: object) -> ix.RouteIndex:
+        builds.append(threading.current_thread().name)
+        return real(*a, **k)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ix, "build_index", counted)
+    store = EmbeddedStore(tmp_path / "db")
+    store.setup()
+    vacation_user(store)
+    mem = Memory(store, EMB)
+    assert mem.routes.warm(store, "maya").result(timeout=60) is None
+    assert len(builds) == 1 and builds[0].startswith("evomem-warm")
+    warmed = mem.routes._d["maya"]
+    assert mem.retrieve("maya", "sushi restaurants").explain.seeds and mem.routes._d["maya"] is warmed
+    assert len(builds) == 1  # the request used the warmed index
+    commit(store, EditBatch(user_id="maya", session_id="s2", session_hash="h2", edits=[
+        attach(fact("maya", "scuba", "Takes scuba diving lessons"), "maya:travel")]))
+    mem.routes.warm(store, "maya").result(timeout=60)
+    assert len(builds) == 2 and mem.routes._d["maya"].token == store.version_token("maya")
+    assert mem.retrieve("maya", "scuba diving lessons").explain.seeds[0].fact_id == "maya:scuba" and len(builds) == 2
+    mem.close()
+    assert not [t for t in threading.enumerate() if t.name.startswith("evomem-warm")]
+
+
+def test_a_background_build_holds_up_no_other_user_and_is_not_repeated(tmp_path: Path) -> None:
+    """While one user's index is being built in the background, another user's request builds and
+    returns; a request of the same user waits for that build and takes its index (one build)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+
+    from graph.routes.index import RouteIndexCache
+
+    gate, entered, calls = threading.Event(), threading.Event(), []
+
+    def embed(texts: list[str]) -> np.ndarray:
+        calls.append(threading.current_thread().name)
+        if threading.current_thread().name.startswith("evomem-warm"):
+            entered.set()
+            assert gate.wait(timeout=60)
+        return EMB.embed(texts)
+
+    store = EmbeddedStore(tmp_path / "db")
+    store.setup()
+    vacation_user(store, "maya")
+    vacation_user(store, "leo")
+    cache = RouteIndexCache(embed)  # type: ignore[arg-type]
+    warming = cache.warm(store, "maya")
+    assert entered.wait(timeout=60)
+    assert cache.get(store, "leo").token == store.version_token("leo")  # not held up by maya's build
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(cache.get, store, "maya")
+        assert not waiting.done()
+        gate.set()
+        warming.result(timeout=60)
+        assert waiting.result(timeout=60) is cache._d["maya"]
+    assert sum(n.startswith("evomem-warm") for n in calls) == 2 and len(calls) == 4  # facts + turns, per user
+    cache.close()
+    store.close()
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_served_ingestion_warms_the_users_index(tmp_path: Path, warm: bool) -> None:
+    """``evomem serve`` ingestion (serving.server.ingest_with, ``ApiSettings.warm_after_ingest``): a committed
+    session leaves the user's index being built at the new version; an unchanged one queues nothing."""
+    from induction.config import IngestConfig
+    from induction.pipeline import make_ingestor
+    from serving.server import ingest_with
+
+    store = EmbeddedStore(tmp_path / "db")
+    store.setup()
+    mem = Memory(store, EMB)
+    fn = ingest_with(make_ingestor(mem, IngestConfig(adjudicator="rules")), warm=warm)
+    body = {"session_id": "s1", "turns": [{"role": "user", "text": "I started learning the cello last month."}]}
+    assert fn("sara", body)["status"] == "committed"
+    queued = mem.routes._queued.get("sara")
+    if queued is not None:
+        queued.result(timeout=60)
+    mem.routes.close()  # joins a build in progress
+    built = mem.routes._d.get("sara")
+    assert (built is not None and built.token == store.version_token("sara")) is warm
+    assert fn("sara", body)["status"] == "unchanged" and not mem.routes._queued
+    mem.close()
+
+
 def test_traversal_from_the_route_index_pairs_updates(tmp_path: Path) -> None:
     store = EmbeddedStore(tmp_path / "db")
     store.setup()

@@ -247,30 +247,54 @@ class RouteIndexCache:
         self._d: OrderedDict[str, RouteIndex] = OrderedDict()
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None  # version reads in flight (see use)
+        self._warmer: ThreadPoolExecutor | None = None  # background rebuilds (see warm)
+        self._queued: dict[str, Future[None]] = {}  # user -> a rebuild not started yet
+        self._building: dict[str, threading.Lock] = {}  # user -> held while that user's index is built
 
     def get(self, store: GraphStore, user_id: str, token: str | None = None) -> RouteIndex:
         """The user's index at ``token`` (read from the store when None): the cached one if it has
         that token, else rebuilt from a snapshot read after the token. A write landing in between is
         in the index under the older token; the token has moved, so the next request rebuilds (this
         relies on tokens never repeating, GraphStore.version_token)."""
+        read_here = token is None
         token = store.version_token(user_id) if token is None else token
+        hit = self._cached(user_id, token)
+        if hit is not None:
+            return hit
+        with self._lock:
+            building = self._building.setdefault(user_id, threading.Lock())
+        # One build per user at a time (its memo is not shared between threads); other users' requests
+        # are not held up by it, so a background rebuild of a large user stalls no one else.
+        with building:
+            if read_here:  # a build that waited here reads the version it builds at now, not an older one
+                token = store.version_token(user_id)
+            hit = self._cached(user_id, token)  # built meanwhile (by warm, or a concurrent request)
+            if hit is not None:
+                return hit
+            with self._lock:
+                memo = self._memos.setdefault(user_id, _Memo())
+            snap = store.load_snapshot(user_id)
+            stored = store.turns(user_id, sorted(snap.turn_ids)) if snap.turn_ids else []
+            turns = [(t.turn_id, t.role, t.text) for t in stored]
+            when = {t.turn_id: (t.at, t.seq) for t in stored}
+            idx = build_index(snap, turns, token, self.embed, memo, when, {t.turn_id: t.session_id for t in stored})
+            with self._lock:
+                self._d[user_id] = idx
+                while len(self._d) > self.max_users:
+                    gone, _ = self._d.popitem(last=False)
+                    self._memos.pop(gone, None)
+                    lk = self._building.get(gone)
+                    if lk is not None and not lk.locked():
+                        del self._building[gone]  # a build of it in flight keeps its lock object
+        return idx
+
+    def _cached(self, user_id: str, token: str) -> RouteIndex | None:
         with self._lock:
             hit = self._d.get(user_id)
             if hit is not None and hit.token == token:
                 self._d.move_to_end(user_id)
                 return hit
-        snap = store.load_snapshot(user_id)
-        stored = store.turns(user_id, sorted(snap.turn_ids)) if snap.turn_ids else []
-        turns = [(t.turn_id, t.role, t.text) for t in stored]
-        when = {t.turn_id: (t.at, t.seq) for t in stored}
-        with self._lock:
-            idx = build_index(snap, turns, token, self.embed, self._memos.setdefault(user_id, _Memo()), when,
-                              {t.turn_id: t.session_id for t in stored})
-            self._d[user_id] = idx
-            while len(self._d) > self.max_users:
-                gone, _ = self._d.popitem(last=False)
-                self._memos.pop(gone, None)
-        return idx
+        return None
 
     def use(self, store: GraphStore, user_id: str, fn: Callable[[RouteIndex], T]) -> T:
         """``fn`` over the user's current index, as ``fn(self.get(store, user_id))`` returns it.
@@ -301,6 +325,27 @@ class RouteIndexCache:
                 self._d.move_to_end(user_id)
         return out
 
+    def warm(self, store: GraphStore, user_id: str) -> Future[None]:
+        """Rebuild the user's index in the background (one worker), so the first request after a commit
+        finds it built: building embeds the new facts' retrieval texts and turns and re-clusters every
+        fact, which cost the first BEAM request after ingestion about 7 s on 2 cores (bench/first_request.py).
+        A request that comes during the build waits for it (``get`` builds under a per-user lock and
+        re-checks the cache), never builds twice. Rebuilds queued for one user collapse into one, which reads the latest version."""
+        with self._lock:
+            queued = self._queued.get(user_id)
+            if queued is not None:
+                return queued
+            if self._warmer is None:
+                self._warmer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="evomem-warm")
+            fut = self._warmer.submit(self._warm_one, store, user_id)
+            self._queued[user_id] = fut
+            return fut
+
+    def _warm_one(self, store: GraphStore, user_id: str) -> None:
+        with self._lock:
+            self._queued.pop(user_id, None)  # from here on a newer commit queues a rebuild of its own
+        self.get(store, user_id)
+
     def _version_read(self, store: GraphStore, user_id: str) -> Future[str]:
         with self._lock:
             if self._pool is None:
@@ -309,8 +354,13 @@ class RouteIndexCache:
         return pool.submit(store.version_token, user_id)
 
     def close(self) -> None:
-        """Stop the version-read threads (a later ``use`` starts them again)."""
+        """Stop the version-read and warm threads (a later ``use`` or ``warm`` starts them again); a
+        rebuild in progress finishes, queued ones are dropped, so none reads a store closed after this."""
         with self._lock:
             pool, self._pool = self._pool, None
+            warmer, self._warmer = self._warmer, None
+            self._queued.clear()
+        if warmer is not None:
+            warmer.shutdown(wait=True, cancel_futures=True)
         if pool is not None:
             pool.shutdown(wait=True)
