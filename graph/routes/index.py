@@ -328,9 +328,10 @@ class RouteIndexCache:
     def warm(self, store: GraphStore, user_id: str) -> Future[None]:
         """Rebuild the user's index in the background (one worker), so the first request after a commit
         finds it built: building embeds the new facts' retrieval texts and turns and re-clusters every
-        fact, which cost the first BEAM request after ingestion about 7 s on 2 cores (bench/first_request.py).
-        A request that comes during the build waits for it (``get`` builds under a per-user lock and
-        re-checks the cache), never builds twice. Rebuilds queued for one user collapse into one, which reads the latest version."""
+        fact, which cost the first BEAM request after ingestion about 7 s on 2 cores
+        (bench/first_request.py). A request that comes during the build waits for it (``get`` builds
+        under a per-user lock and re-checks the cache), never builds twice. Rebuilds queued for one user
+        collapse into one, which reads the latest version."""
         with self._lock:
             queued = self._queued.get(user_id)
             if queued is not None:
