@@ -31,6 +31,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from evaluation.locomo import locomo_file  # noqa: E402
 from evomem.settings import Settings  # noqa: E402
 from induction.adapters import load_beam, load_locomo  # noqa: E402
 from induction.config import IngestConfig  # noqa: E402
@@ -60,8 +61,7 @@ def main() -> None:
 
     def sessions(prefix: str) -> tuple[list[Session], list[str]]:
         if a.benchmark == "locomo":
-            conv = load_locomo(data / "locomo10.json" if (data / "locomo10.json").exists() else next(data.glob("*.json")),
-                               user_prefix=prefix)[a.conversation]
+            conv = load_locomo(locomo_file(data), user_prefix=prefix)[a.conversation]
         else:
             conv = load_beam(data / "100K", user_prefix=prefix)[a.conversation]  # type: ignore[assignment]
         return list(conv.sessions), [q.question for q in conv.questions]
