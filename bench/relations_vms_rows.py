@@ -2,7 +2,9 @@
 current item's matching fact was superseded by (the diagnosis behind docs/results/relations.md).
 
 Scores with the eval's own ``score_row`` (same matching, same numbers as ``evomem eval memsyco``;
-``--matching greedy`` gives the figures of revisions 1-8).
+``--matching nearest_item`` gives the figures of revisions 9-13, ``greedy`` those of revisions 1-8). The
+totals are printed for every matching of the same run, and with each item read through its annotated
+gold turn (``evaluation/annotations/``), with the share of matched items said in an annotated turn.
 
     python bench/relations_vms_rows.py --skip-rows 40 --rows 50 [--adjudicator rules] [--only v11_000507 ...] > rows.txt
 
@@ -25,6 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from evaluation.memsyco_annotations import check_against, load_turn_annotations  # noqa: E402
 from evaluation.memsyco_selection import score_row, turn_positions  # noqa: E402
 from evomem.settings import Settings  # noqa: E402
 from graph.retrieval import RetrievalConfig, retrieve  # noqa: E402
@@ -48,12 +51,15 @@ def main() -> None:
     ap.add_argument("--adjudicator", default="model")
     ap.add_argument("--only", nargs="*", default=None, help="Row ids to run (default: all in the range).")
     ap.add_argument("--quiet", action="store_true", help="Only the per-row line and the totals.")
-    ap.add_argument("--matching", default="nearest_item", choices=["nearest_item", "greedy"],
+    ap.add_argument("--matching", default="ordered", choices=["ordered", "nearest_item", "greedy"],
                     help="How a gold item finds its stored fact (evaluation/memsyco_selection.py).")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON",
                     help="Relation-model settings (induction.config.RelationModelConfig), e.g. change_needs_reversal=true.")
     ap.add_argument("--retrieval", nargs="*", default=[], metavar="KEY=JSON",
                     help="Retrieval settings (graph.retrieval.RetrievalConfig), e.g. update_turns=false.")
+    ap.add_argument("--dump", default=None, metavar="JSONL",
+                    help="Also write each row's stored facts (turn, statement, validity, retrieval rank) as JSON Lines, "
+                         "to score another matching without ingesting again.")
     a = ap.parse_args()
     rcfg = RetrievalConfig.model_validate({"k": 10} | {k: json.loads(v) for k, v in (x.split("=", 1) for x in a.retrieval)})
     s = Settings()
@@ -68,24 +74,49 @@ def main() -> None:
     rows = rows[a.skip_rows: a.skip_rows + a.rows]
     rows = [r for r in rows if not a.only or r.id in a.only]
     keys = ("current_hit", "outdated_leak", "current_valid", "wrong_way", "outdated_marked", "out_of_order")
-    tot = dict.fromkeys(keys, 0.0)
+    gold_keys = ("current_hit", "outdated_leak", "current_valid", "wrong_way")
+    labels = load_turn_annotations()
+    check_against(rows, labels)
+    methods = ("ordered", "nearest_item", "greedy")
+    tot = {m: dict.fromkeys(keys, 0.0) for m in methods}
+    agree = {m: [0, 0] for m in methods}  # items matched in an annotated turn, annotated items
+    gold_tot, n_gold = dict.fromkeys(gold_keys, 0.0), 0
 
     def emb(t: list[str]) -> np.ndarray:
         return np.asarray(mem.embedder.embed(t))
 
+    dump = open(a.dump, "w") if a.dump else None  # noqa: SIM115 - closed after the loop
     for row in rows:
         ing.ingest(row.session)
         user = row.session.user_id
         b = retrieve(mem.store, user, row.question, emb([row.question])[0].tolist(), rcfg)
         snap = mem.store.load_snapshot(user)
         val = validity_map(snap, list(snap.facts))
-        r = score_row(row, b, {f: x.statement for f, x in snap.facts.items()}, emb, 0.45, val, turn_positions(row, snap),
-                      a.matching)
+        st, hold = {f: x.statement for f, x in snap.facts.items()}, {f: x.holder for f, x in snap.facts.items()}
+        res = {m: score_row(row, b, st, emb, 0.45, val, turn_positions(row, snap), m, hold, labels.get(row.id))  # type: ignore[arg-type]
+               for m in methods}
+        r = res[a.matching]
         user_facts = sorted((f for f in snap.facts.values() if f.holder == "user"), key=lambda f: (_turn(f), f.fact_id))
-        for k in keys:
-            tot[k] += float(getattr(r, k))
+        for m, x in res.items():
+            for k in keys:
+                tot[m][k] += float(getattr(x, k))
+            agree[m][0] += x.matched_in_gold_turn or 0
+            agree[m][1] += x.annotated_items
+        if r.gold_turns is not None:
+            n_gold += 1
+            for k in gold_keys:
+                gold_tot[k] += float(getattr(r.gold_turns, k))
+        if dump:
+            pos = turn_positions(row, snap)
+            seed = {x.fact_id: i for i, x in enumerate(b.explain.seeds)}
+            got = {x.fact.fact_id for x in b.items}
+            facts = [{"id": f, "turn": pos.get(f), "statement": x.statement, "holder": x.holder, "kind": x.kind,
+                      "validity": val.get(f, "current"), "retrieved": f in got, "seed_rank": seed.get(f)}
+                     for f, x in snap.facts.items()]
+            dump.write(json.dumps({"id": row.id, "scores": {k: int(getattr(r, k)) for k in keys}, "facts": facts}) + "\n")
         print("=" * 100)
-        print(f"ROW {row.id} " + " ".join(f"{k}={int(getattr(r, k))}" for k in keys))
+        print(f"ROW {row.id} " + " ".join(f"{k}={int(getattr(r, k))}" for k in keys)
+              + (" gold:" + " ".join(f"{k}={int(getattr(r.gold_turns, k))}" for k in gold_keys) if r.gold_turns else ""))
         if a.quiet:
             continue
         print("Q:", row.question)
@@ -104,7 +135,13 @@ def main() -> None:
             print(f"   EDGE {rel.type} t{_turn(src)}->t{_turn(dst)} {rel.src[-6:]} -> {rel.dst[-6:]}  {rel.reason}")
         sys.stdout.flush()
     n = max(1, len(rows))
-    print("TOTAL", {k: round(v / n, 3) for k, v in tot.items()}, f"rows={len(rows)}")
+    for m in methods:
+        share = round(agree[m][0] / agree[m][1], 3) if agree[m][1] else None
+        print("TOTAL" if m == a.matching else f"TOTAL[{m}]", {k: round(v / n, 3) for k, v in tot[m].items()},
+              f"rows={len(rows)} matched_in_gold_turn={share}")
+    print("TOTAL[gold turns]", {k: round(v / max(1, n_gold), 3) for k, v in gold_tot.items()}, f"rows={n_gold}")
+    if dump:
+        dump.close()
     mem.close()
 
 

@@ -28,7 +28,7 @@ from types import SimpleNamespace
 from functools import partial
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 from pydantic import BaseModel
@@ -37,7 +37,7 @@ from evaluation.metrics import bootstrap_ci
 from graph.retrieval import EvidenceItem, RetrievalConfig
 from induction.adapters import MemsycoRow, load_memsyco
 from induction.branch import validity_map
-from evaluation.memsyco_selection import MemsycoEvalConfig, evaluate_memsyco
+from evaluation.memsyco_selection import Matching, MemsycoEvalConfig, evaluate_memsyco
 from induction.pipeline import IngestError, Ingestor
 from induction.session import SessionFormatError
 
@@ -157,7 +157,7 @@ def evaluate_task(rows: Sequence[MemsycoRow], task: str, ingestor: Ingestor, k: 
 
 
 def memsyco_report(data: str | Path, ingestor: Ingestor, k: int = 10, threshold: float = 0.45, limit: int | None = None,
-                   skip: int = 0, matching: Literal["nearest_item", "greedy"] = "nearest_item",
+                   skip: int = 0, matching: Matching = "ordered",
                    tasks: Sequence[str] | None = None, user_prefix: str = "memsyco-",
                    progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
     """All MemSyco-Bench task files found in ``data``; the top level is valid_memory_selection."""

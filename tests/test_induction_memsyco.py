@@ -61,6 +61,9 @@ def test_dev_slice_floor(tmp_path: Path, bench_data: Path) -> None:
     assert all(r.facts > 0 for r in rep.rows) and rep.match_threshold == 0.45
     assert rep.current_hit >= 0.15 and rep.order >= 0.15 and rep.current_valid >= 0.1
     assert rep.current_valid <= rep.current_hit  # valid-and-current is a subset of hit
+    # the dev rows are annotated (evaluation/annotations/): every row gets gold-turn figures
+    assert rep.matching == "ordered" and rep.gold_turns is not None and rep.gold_turns.n_rows == 20
+    assert all(r.annotated_items == 2 for r in rep.rows) and rep.matching_agreement is not None
 
 
 @pytest.mark.slow

@@ -68,8 +68,9 @@ class EvalOptions(LLMOptions):
     tasks: list[str] | None = Field(default=None, description="MemSyco: only these task files (e.g. "
                                     "valid_memory_selection memory_evidence_conflict); default all.")
     threshold: float = Field(default=0.45, ge=0, le=1, description="MemSyco: min cosine for a fact to stand for a gold item.")
-    matching: Literal["nearest_item", "greedy"] = Field(default="nearest_item", description="MemSyco valid selection: "
-                                                         "how a gold item finds its fact (evaluation/memsyco_selection.py).")
+    matching: Literal["ordered", "nearest_item", "greedy"] = Field(
+        default="ordered", description="MemSyco valid selection: how a gold item finds its fact "
+        "(evaluation/memsyco_selection.py; nearest_item gives the figures of revisions 9-13).")
     answers: Literal["off", "local", "openai"] = Field(default="off", description="Answer metrics: off (default), local "
                                                        "(SmolLM2 in-process), openai (--answer-url).")
     answer_url: str | None = Field(default=None, description="--answers openai: endpoint incl. /v1.")
