@@ -93,7 +93,8 @@ def main() -> None:
         snap = mem.store.load_snapshot(user)
         val = validity_map(snap, list(snap.facts))
         st, hold = {f: x.statement for f, x in snap.facts.items()}, {f: x.holder for f, x in snap.facts.items()}
-        res = {m: score_row(row, b, st, emb, 0.45, val, turn_positions(row, snap), m, hold, labels.get(row.id))  # type: ignore[arg-type]
+        pos = turn_positions(row, snap)
+        res = {m: score_row(row, b, st, emb, 0.45, val, pos, m, hold, labels.get(row.id))  # type: ignore[arg-type]
                for m in methods}
         r = res[a.matching]
         user_facts = sorted((f for f in snap.facts.values() if f.holder == "user"), key=lambda f: (_turn(f), f.fact_id))
@@ -107,7 +108,6 @@ def main() -> None:
             for k in gold_keys:
                 gold_tot[k] += float(getattr(r.gold_turns, k))
         if dump:
-            pos = turn_positions(row, snap)
             seed = {x.fact_id: i for i, x in enumerate(b.explain.seeds)}
             got = {x.fact.fact_id for x in b.items}
             facts = [{"id": f, "turn": pos.get(f), "statement": x.statement, "holder": x.holder, "kind": x.kind,
