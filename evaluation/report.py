@@ -223,6 +223,14 @@ def memsyco_markdown(rep: dict[str, Any]) -> str:
     for n, v in rep.get("baselines", {}).items():
         lines.append(f"| baseline: {n} | {_fmt(v.get('current_hit'))} | {_fmt(v.get('outdated_leak'))} | "
                      f"{_fmt(v.get('order'))} | {v.get('n_rows')} |")
+    # how far the automatic matching can be trusted, and the figures that do not depend on it
+    lines += ["", f"Current item still current {_fmt(rep.get('current_valid'))}, wrong way {_fmt(rep.get('wrong_way'))}; "
+              f"matching `{rep.get('matching')}`, items matched in an annotated turn {_fmt(rep.get('matching_agreement'))}."]
+    g = rep.get("gold_turns")
+    if g:
+        lines.append(f"Read through the annotated gold turns ({g['n_rows']} rows): current hit {_fmt(g['current_hit'])}, "
+                     f"leak {_fmt(g['outdated_leak'])}, current still current {_fmt(g['current_valid'])}, "
+                     f"wrong way {_fmt(g['wrong_way'])}.")
     lines += ["", "## other tasks", "", "| task | gold retrieved | misleading item marked | marker | NaiveRAG gold retrieved | n |",
               "|---|---|---|---|---|---|"]
     for t, v in rep.get("tasks", {}).items():

@@ -129,7 +129,13 @@ def test_memsyco_report(tmp_path: Path, embedded_memory: Memory) -> None:
     assert t["n_rows"] == 1 and t["marker"] == "scoped" and t["baseline"]["naive_rag"]["gold_retrieved"] == 1.0
     # the one work-scoped preference is retrieved and arrives marked as scoped (the baseline cannot mark)
     assert (t["gold_retrieved"], t["marked"], t["errors"]) == (1.0, 1.0, 0)
-    assert "valid_memory_selection" in markdown(rep)
+    md = markdown(rep)
+    assert "valid_memory_selection" in md and "matching `ordered`" in md
+    # these rows are not among the annotated dev rows: no gold-turn figures, and none are made up
+    assert rep["matching"] == "ordered" and rep["gold_turns"] is None and rep["matching_agreement"] is None
+    assert "annotated gold turns" not in md
+    gold = {"n_rows": 2, "current_hit": 1.0, "outdated_leak": 0.5, "current_valid": 0.5, "wrong_way": 0.0}
+    assert "(2 rows): current hit 1.000, leak 0.500" in markdown(rep | {"gold_turns": gold})
     with pytest.raises(SessionFormatError, match="none of"):
         memsyco_report(tmp_path, make_ingestor(embedded_memory))
 
