@@ -226,12 +226,11 @@ def _ordered_pair(status: Sequence[str], ids: Sequence[str], sims: np.ndarray, t
     cand = [n for n, i in enumerate(ids) if i in position and (eligible is None or i in eligible)]
     olds = [n for n in cand if sims[n, jo] >= threshold and sims[n, jo] > sims[n, jc]]
     news = [n for n in cand if sims[n, jc] >= threshold and sims[n, jc] > sims[n, jo]]
-    pairs = [(float(sims[o, jo] + sims[c, jc]), -o, -c) for o in olds for c in news
-             if position[ids[o]] < position[ids[c]]]
+    pairs = [(o, c) for o in olds for c in news if position[ids[o]] < position[ids[c]]]
     if not pairs:
         return None
-    _, o, c = max(pairs)
-    return {jo: ids[-o], jc: ids[-c]}
+    o, c = max(pairs, key=lambda p: float(sims[p[0], jo] + sims[p[1], jc]))  # ties: the first pair
+    return {jo: ids[o], jc: ids[c]}
 
 
 def _judge(best: dict[int, str], status: Sequence[str], bundle: EvidenceBundle,
