@@ -259,15 +259,22 @@ class TrainConfig(BaseModel):
         return args
 
 
+def preset_candidates(name: str) -> list[Path]:
+    """Where a preset name is looked for, in order: ``configs/`` and ``configs/experiments/`` under the working
+    directory, then the same two under the repository (the shipped presets sit at the top, the experiments
+    that did not ship one floor down)."""
+    return [d / f"{name}.yaml" for root in (Path("configs"), CONFIG_DIR) for d in (root, root / "experiments")]
+
+
 def preset_path(name: str) -> Path:
     """A preset name (``grpo-cpu-smoke``) or a YAML path."""
     p = Path(name)
     if p.suffix in (".yaml", ".yml"):
         return p
-    for cand in (Path("configs") / f"{name}.yaml", CONFIG_DIR / f"{name}.yaml"):
+    for cand in preset_candidates(name):
         if cand.is_file():
             return cand
-    known = sorted(x.stem for x in CONFIG_DIR.glob("grpo-*.yaml"))
+    known = sorted(x.stem for d in (CONFIG_DIR, CONFIG_DIR / "experiments") for x in d.glob("grpo-*.yaml"))
     raise FileNotFoundError(f"no preset {name!r} (known: {', '.join(known)})")
 
 

@@ -122,7 +122,7 @@ def cmd_ship_policy(opts: ShipPolicyOptions) -> int:
         f"evomem build-instances --out {data_dir} --memsyco-root ../shared/data/memsyco-bench "
         f"--limit-per-task {build.get('limit_per_task', 60)} --synthetic-n {build.get('synthetic_n', 0)}"
         + (f" --state-n {build['state_n']}" if build.get("state_n") else ""),
-        f"evomem train-policy --config configs/{cfg['name']}.yaml --set seed={cfg['seed']} "
+        f"evomem train-policy --config {cfg['name']} --set seed={cfg['seed']} "
         + (f"max_steps={cfg['max_steps']} " if "max_steps" in cfg else "") + f"output_dir={run}",
         f"python bench/policy_retrieved.py --data {data_dir} --config {cfg['name']} --checkpoint {run}/{opts.checkpoint} "
         f"--batch 8 --latency-rows 3 --out {run}/heldout",

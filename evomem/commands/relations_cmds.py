@@ -30,8 +30,9 @@ def load_relations_config(name: str, overrides: list[str] | None = None) -> Any:
 
     p = Path(name)
     if p.suffix not in (".yaml", ".yml"):
-        cands = [Path("configs") / f"{name}.yaml", CONFIG_DIR / f"{name}.yaml"]
-        found = next((c for c in cands if c.is_file()), None)
+        from policy.config import preset_candidates
+
+        found = next((c for c in preset_candidates(name) if c.is_file()), None)
         if found is None:
             known = sorted(x.stem for x in CONFIG_DIR.glob("relations-*.yaml"))
             raise FileNotFoundError(f"no preset {name!r} (known: {', '.join(known)})")
