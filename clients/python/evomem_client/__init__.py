@@ -1,0 +1,16 @@
+"""The light EvoMemState client (distribution ``evomem-client``; needs only httpx and pydantic).
+
+    from evomem_client import MemoryClient
+    mem = MemoryClient("http://127.0.0.1:8080", api_key="...", user_id="maya")
+    print(mem.search("Suggest a vacation for me").context.text)
+"""
+
+from evomem_client.client import (ERROR_CLASSES, AsyncMemoryClient, AuthenticationError, ConflictError,
+                                  EvoMemConnectionError, EvoMemError, InvalidRequestError, MemoryClient,
+                                  NotConfiguredError, NotFoundError, PermissionDeniedError, RateLimitError,
+                                  ServerError, UpstreamError, UpstreamTimeoutError, error_from_response)
+
+__all__ = ["ERROR_CLASSES", "AsyncMemoryClient", "AuthenticationError", "ConflictError", "EvoMemConnectionError",
+           "EvoMemError", "InvalidRequestError", "MemoryClient", "NotConfiguredError", "NotFoundError",
+           "PermissionDeniedError", "RateLimitError", "ServerError", "UpstreamError", "UpstreamTimeoutError",
+           "error_from_response"]
