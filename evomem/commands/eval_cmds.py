@@ -3,6 +3,7 @@
     evomem eval locomo --data ../shared/data/locomo --out runs/locomo
     evomem eval beam --data ../shared/data/beam/100K --json
     evomem eval memsyco --data ../shared/data/memsyco-bench --limit-questions 50
+    evomem eval phrasing --half test          # the hand-written phrasing set (evaluation/phrasing_eval.py)
     evomem eval locomo --data DIR --answers openai --answer-url http://127.0.0.1:8000/v1 --answer-model qwen3-8b
 
 Retrieval-side settings used for the LoCoMo bars (documented, not fitted per question): ``--k 50
@@ -34,12 +35,15 @@ from evomem.cliargs import positional
 from evomem.commands.common import Command
 from evomem.commands.induction_cmds import LLMOptions
 
-Benchmark = Literal["locomo", "memsyco", "beam"]
+Benchmark = Literal["locomo", "memsyco", "beam", "phrasing"]
 
 
 class EvalOptions(LLMOptions):
-    benchmark: Benchmark = Field(**positional("Which benchmark: locomo, memsyco or beam."))
-    data: str = Field(description="The benchmark's data folder (or, for LoCoMo, its JSON file), in its own format.")
+    benchmark: Benchmark = Field(**positional("Which benchmark: locomo, memsyco, beam or phrasing."))
+    data: str = Field(default="", description="The benchmark's data folder (or, for LoCoMo, its JSON file), in its own "
+                      "format; phrasing: the cases file (default evaluation/phrasing/cases.jsonl).")
+    half: Literal["tune", "test", "all"] = Field(default="test", description="phrasing: which half of the set "
+                                                 "(fixed by a hash of the case id; never tune on test).")
     policy: Literal["rule", "learned", "none"] = Field(default="rule", description="Reasoning State: rule baseline, a "
                                                        "learned policy behind --policy-url, or none.")
     policy_url: str | None = Field(default=None, description="--policy learned: OpenAI-compatible endpoint incl. /v1.")
@@ -84,6 +88,8 @@ class EvalOptions(LLMOptions):
 
     @model_validator(mode="after")
     def _check(self) -> EvalOptions:
+        if not self.data and self.benchmark != "phrasing":
+            raise ValueError(f"eval {self.benchmark} needs --data")
         if self.answers == "openai" and not self.answer_url:
             raise ValueError("--answers openai needs --answer-url")
         if self.policy == "learned" and not self.policy_url:
@@ -160,6 +166,10 @@ def cmd_eval(opts: EvalOptions) -> int:
     from memcore.memory import Memory
     from induction.pipeline import make_ingestor
 
+    if opts.benchmark == "phrasing":
+        from evomem.commands.phrasing_cmd import run_phrasing_eval
+
+        return run_phrasing_eval(opts)
     settings = opts.settings()
     tmp = None
     if settings.store.backend == "embedded" and opts.store_path is None:
@@ -275,5 +285,5 @@ def _run_memsyco(opts: EvalOptions, ing: Any, prefix: str) -> dict[str, Any]:
 
 COMMANDS: dict[str, Command] = {
     "eval": (EvalOptions, cmd_eval, "Benchmark evaluation (retrieval + memory-use metrics, baselines and ablations in "
-             "one run): eval locomo|memsyco|beam --data DIR."),
+             "one run): eval locomo|memsyco|beam --data DIR; eval phrasing --half test|tune|all."),
 }
