@@ -327,7 +327,7 @@ def merged(current: Snapshot, data: UserExport) -> Snapshot:
 def import_user(store: GraphStore, data: UserExport, mode: ImportMode = "new",
                 embed: Callable[[list[str]], list[list[float]]] | None = None) -> ChangeSet:
     """Write ``data`` as one commit. ``mode='new'`` refuses a user that exists in ``store``;
-    ``'replace'`` purges it first and, if the import then fails, writes the previous memory back;
+    ``'replace'`` swaps the user's memory for the file's in one transaction (``GraphStore.replace_user``);
     ``'merge'`` adds the file to the user's memory when no id clashes (see ``merged``).
     Facts without an embedding get one from ``embed`` when given."""
     u = data.snapshot.user_id
@@ -336,7 +336,6 @@ def import_user(store: GraphStore, data: UserExport, mode: ImportMode = "new",
         vecs = embed([data.snapshot.facts[f].statement for f in missing])
         data = UserExport(data.snapshot, data.turns, {**data.embeddings, **dict(zip(missing, vecs))})
     cs = full_changeset(data)
-    backup: UserExport | None = None
     if u in store.users():
         if mode == "merge":  # one ordinary versioned commit on top of the user's memory
             current = store.load_snapshot(u)
@@ -346,13 +345,7 @@ def import_user(store: GraphStore, data: UserExport, mode: ImportMode = "new",
         if mode != "replace":
             raise ImportRefused(f"user {u!r} already has memories in this store; import with --replace to "
                                 "overwrite them, or --merge to add to them")
-        backup = read_user(store, u)
-        store.purge_user(u)
-    try:
-        store.commit(cs)
-    except Exception:
-        if backup is not None:  # put the previous memory back: the failed import must not lose it
-            store.purge_user(u)
-            store.commit(full_changeset(backup))
-        raise
+        store.replace_user(cs)  # purge and write in one transaction: a crash leaves old or new, never none
+        return cs
+    store.commit(cs)
     return cs

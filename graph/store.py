@@ -111,6 +111,11 @@ class GraphStore(Protocol):
         user restarts at version 0, so a cache keyed by version could serve stale rows); returns the
         number of nodes removed."""
 
+    def replace_user(self, changes: ChangeSet) -> int:
+        """Delete everything of ``changes.user_id`` and write ``changes`` (built on an empty user) in ONE
+        transaction: after a crash at any moment the user holds the old memory or the new one, never
+        none. Per-user caches are invalidated as by ``purge_user``; returns the number of nodes removed."""
+
     def counts(self, user_id: str | None = None) -> dict[str, int]:
         """Node and relationship counts (for one user, or the whole store)."""
 

@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from graph.cypher.pool import SandboxSettings
+from graph.cypher.sandbox import configure_sandbox
 from graph.store import GraphStore
 
 
@@ -18,6 +20,8 @@ class StoreConfig(BaseModel):
     neo4j_user: str | None = Field(default=None, description="Neo4j user (None = auth disabled).")
     neo4j_password: str | None = Field(default=None, description="Neo4j password.")
     neo4j_database: str | None = Field(default=None, description="Database name (None = server default).")
+    cypher: SandboxSettings = Field(default_factory=SandboxSettings,
+                                    description="User Cypher: sandbox worker processes and their limits.")
 
     @model_validator(mode="after")
     def _neo4j_needs_uri(self) -> StoreConfig:
@@ -47,4 +51,5 @@ BACKENDS: dict[str, Callable[[StoreConfig, int], GraphStore]] = {"embedded": _em
 def open_store(cfg: StoreConfig, embedding_dim: int = 384) -> GraphStore:
     store = BACKENDS[cfg.backend](cfg, embedding_dim)
     store.setup()
+    configure_sandbox(store, cfg.cypher)
     return store

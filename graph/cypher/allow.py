@@ -10,7 +10,9 @@ MAX_HOPS = 10  # upper bound of variable-length relationships (*1..3)
 MAX_RANGE = 10_000  # range(a, b) takes literals only, at most this many elements
 MAX_DEPTH = 40  # expression nesting; deeper input is refused (bounded recursion, bounded engine work)
 MAX_TREE = 150  # operator levels in one expression (a + b + c ... counts one per +)
-MAX_SKIP_LIMIT = 1_000_000
+# SKIP/LIMIT: a user has at most tens of thousands of rows of any kind and a result keeps 1,000; larger
+# numbers only ever served to stress the engine (ORDER BY ... SKIP 15,420+ crashes LadybugDB 0.22)
+MAX_SKIP_LIMIT = 10_000
 
 AGGREGATES = {"count": "count", "collect": "collect", "sum": "sum", "avg": "avg", "min": "min", "max": "max"}
 

@@ -4,9 +4,12 @@ Even if the parser let something through, the engine it reaches holds one user's
 Turns, Edits and Sessions and nothing else: no other user, no embeddings, no UserMeta. Both backends
 use it, so a Neo4j server never sees user-written Cypher. The copy is rebuilt when the user's data
 changes: it is cached by (user, digest of the user's snapshot), so a purge-and-reingest that lands
-on the same version number cannot serve purged text. Queries run in a READ ONLY transaction with a
-timeout, a watchdog interrupt and a small buffer pool, and at most ``max_rows + 1`` rows are kept
-(the extra row tells callers the result was truncated).
+on the same version number cannot serve purged text. The copies live in sandbox worker processes
+(graph/cypher/pool.py, graph/cypher/worker.py), never in the server: a query that crashes the
+native engine, stalls it at bind time or allocates gigabytes ends one worker under its OS limits,
+and its caller gets a 4xx; the server and every other user carry on. Queries run in a READ ONLY
+transaction with a timeout, a watchdog interrupt and a small buffer pool, and at most
+``max_rows + 1`` rows are kept (the extra row tells callers the result was truncated).
 
 LadybugDB has no switch that disables its file clauses (LOAD FROM, COPY, EXPORT, ATTACH,
 INSTALL); they cannot reach it because the text it runs is re-serialized from an AST whose
@@ -19,26 +22,16 @@ import hashlib
 import re
 import threading
 import weakref
-from collections import OrderedDict
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from graph.cypher import compile_query
 from graph.cypher.errors import CypherFailed, CypherTimeout
+from graph.cypher.pool import SandboxPool, SandboxSettings, WorkerError
 from graph.models import as_utc
 from graph.serialize import concept_row, edit_row, fact_row, session_key, turn_key, turn_row
 from graph.snapshot import Snapshot
 from graph.store import ReadOnlyViolation
-
-
-class SandboxSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    max_users: int = Field(default=8, ge=1, description="Per-user copies kept in memory (LRU).")
-    buffer_pool_mb: int = Field(default=64, ge=16, description="Memory one user's copy and its queries may use.")
-    timeout_s: float = Field(default=2.0, gt=0, description="A query running longer is interrupted.")
-    max_rows: int = Field(default=1000, ge=1, description="Rows kept per query (one more signals truncation).")
 
 
 SCHEMA = [
@@ -104,25 +97,6 @@ def snapshot_digest(snap: Snapshot) -> str:
     return h.hexdigest()
 
 
-class _Box:
-    """One user's in-memory copy; one query at a time on its connection."""
-
-    def __init__(self, settings: SandboxSettings):
-        import ladybug
-
-        self.db = ladybug.Database(":memory:", buffer_pool_size=settings.buffer_pool_mb * 1024 * 1024,
-                                   max_num_threads=1)
-        self.conn = ladybug.Connection(self.db)
-        self.lock = threading.Lock()
-        for stmt in SCHEMA:
-            self.conn.execute(stmt)
-
-    def load(self, rows: dict[str, list[dict[str, Any]]]) -> None:
-        for key, q in (*_LOAD.items(), *_LINK.items()):
-            if rows.get(key):
-                self.conn.execute(q, {"rows": rows[key]})
-
-
 def _rows(store: Any, snap: Snapshot) -> dict[str, list[dict[str, Any]]]:
     u = snap.user_id
     turns = store.turns(u, sorted(snap.turn_ids)) if snap.turn_ids else []
@@ -152,92 +126,59 @@ def _rows(store: Any, snap: Snapshot) -> dict[str, list[dict[str, Any]]]:
 
 
 _INTERNAL = re.compile(r"\b([vac])(\d+)\b")
-
-
-def _plain(v: Any) -> Any:
-    """Engine values as JSON-friendly Python: nodes/relationships as property maps (Neo4j-like)."""
-    if isinstance(v, dict):
-        if "_NODES" in v and "_RELS" in v:
-            return {"nodes": [_plain(n) for n in v["_NODES"]], "relationships": [_plain(r) for r in v["_RELS"]]}
-        if "_LABEL" in v and "_ID" in v:
-            props = {k: _plain(x) for k, x in v.items() if not k.startswith("_") and x is not None}
-            return {"type": v["_LABEL"], **props} if "_SRC" in v else {"labels": [v["_LABEL"]], **props}
-        return {k: _plain(x) for k, x in v.items()}
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    return v
+_EMPTY = "\x00"  # every empty user shares one empty copy; no user id is stored in it
 
 
 class CypherSandbox:
+    """Compiles in process (refusals cost nothing), runs in a worker process (graph/cypher/pool.py)."""
+
     def __init__(self, settings: SandboxSettings | None = None):
         self.settings = settings or SandboxSettings()
-        self._boxes: OrderedDict[tuple[str, str], _Box] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def _box(self, store: Any, snap: Snapshot) -> _Box:
-        # every empty user shares one empty copy; no user id is stored in it
-        key = ("", "") if not (snap.facts or snap.concepts or snap.edits or snap.turn_ids or snap.sessions) \
-            else (snap.user_id, snapshot_digest(snap))
-        with self._lock:
-            box = self._boxes.get(key)
-            if box is not None:
-                self._boxes.move_to_end(key)
-                return box
-        box = _Box(self.settings)
-        if key != ("", ""):
-            box.load(_rows(store, snap))
-        with self._lock:
-            self._boxes[key] = box
-            for k in [k for k in self._boxes if k[0] == key[0] and k != key]:
-                del self._boxes[k]  # older copies of this user are stale
-            while len(self._boxes) > self.settings.max_users:
-                self._boxes.popitem(last=False)
-        return box
+        self.pool = SandboxPool(self.settings, SCHEMA, {**_LOAD, **_LINK})
 
     def run(self, store: Any, user_id: str, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         compiled = compile_query(query, params, user_id)  # refusals cost no store access
-        box = self._box(store, store.load_snapshot(user_id))
-        s = self.settings
-        with box.lock:
-            conn = box.conn
-            conn.set_query_timeout(int(s.timeout_s * 1000))
-            # the engine checks its timeout between batches; the watchdog covers a step that runs long
-            dog = threading.Timer(s.timeout_s * 1.5 + 0.2, conn.interrupt)
-            conn.execute("BEGIN TRANSACTION READ ONLY")
-            dog.start()
-            try:
-                res = conn.execute(compiled.text, compiled.params)
-                assert not isinstance(res, list)  # one statement in, one result out
-                out: list[list[Any]] = []
-                while res.has_next() and len(out) <= s.max_rows:
-                    out.append(list(res.get_next()))
-            except RuntimeError as e:
-                raise _translate(e, compiled.names, s.timeout_s) from None
-            finally:
-                dog.cancel()
-                try:
-                    conn.execute("ROLLBACK")
-                except RuntimeError:
-                    pass
-        return [{c: _plain(v) for c, v in zip(compiled.columns, row)} for row in out]
+        snap = store.load_snapshot(user_id)
+        empty = not (snap.facts or snap.concepts or snap.edits or snap.turn_ids or snap.sessions)
+        user, key = (_EMPTY, _EMPTY) if empty else (user_id, f"{user_id}\x00{snapshot_digest(snap)}")
+        try:
+            out = self.pool.run(user, key, lambda: {} if empty else _rows(store, snap), compiled.text, compiled.params)
+        except WorkerError as e:
+            raise _translate(e, compiled.names, self.settings) from None
+        return [dict(zip(compiled.columns, row)) for row in out]
+
+    def close(self) -> None:
+        self.pool.close()
 
 
-def _translate(e: RuntimeError, names: dict[str, str], timeout_s: float) -> Exception:
-    msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+def _translate(e: WorkerError, names: dict[str, str], s: SandboxSettings) -> Exception:
+    msg = str(e)
     low = msg.lower()
+    if e.kind == "size":
+        return CypherFailed(f"{msg}; narrow it (fewer rows or columns, shorter strings)")
     if "interrupted" in low or "timeout" in low:
-        return CypherTimeout(f"the query ran longer than {timeout_s:g} s and was stopped; narrow it "
+        return CypherTimeout(f"the query ran longer than {s.timeout_s:g} s and was stopped; narrow it "
                              "(a LIMIT, fewer hops, fewer MATCH parts)")
     if "read-only" in low or "read only" in low:
         return ReadOnlyViolation(f"query tried to write: {msg}")
-    if "buffer pool is full" in low or "unable to allocate" in low:
-        return CypherFailed("the query needs more memory than a user query may use; narrow it")
+    if e.kind == "memory" or "buffer pool is full" in low or "unable to allocate" in low:
+        return CypherFailed(f"the query needs more memory than a user query may use ({s.memory_mb} MB); narrow it")
     msg = _INTERNAL.sub(lambda m: names.get(m.group(0), "?" if m.group(1) != "c" else "a column"), msg)
     return CypherFailed(f"the query cannot run: {msg}")
 
 
 _SANDBOXES: weakref.WeakKeyDictionary[Any, CypherSandbox] = weakref.WeakKeyDictionary()
 _REGISTRY_LOCK = threading.Lock()
+
+
+def configure_sandbox(store: Any, settings: SandboxSettings) -> CypherSandbox:
+    """Give ``store`` a sandbox with ``settings`` (the entry points do, from StoreConfig.cypher)."""
+    with _REGISTRY_LOCK:
+        old = _SANDBOXES.get(store)
+        if old is not None:
+            old.close()
+        sb = _SANDBOXES[store] = CypherSandbox(settings)
+        return sb
 
 
 def sandbox_for(store: Any) -> CypherSandbox:

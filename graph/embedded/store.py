@@ -371,6 +371,28 @@ class EmbeddedStore:
             self._finish_purge(n, was_pending)
         return n
 
+    def replace_user(self, changes: ChangeSet) -> int:
+        u = changes.user_id
+        n = 0
+        with self._lock:
+            was_pending = self._begin_purge()  # the old rows' bytes are scrubbed like a purge's
+            self._q("BEGIN TRANSACTION")
+            try:
+                for label in Q.PURGE_LABELS:
+                    n += self._q(Q.COUNT_NODES_USER.format(label=label), {"u": u})[0][0]
+                    self._q(Q.DELETE_NODES_USER.format(label=label), {"u": u})
+                self._write(changes)
+                self._q(Q.SET_VERSION, {"u": u, "v": changes.new_version})
+                self._q("COMMIT")
+            except BaseException:
+                self._rollback()
+                raise
+            finally:
+                self._index.pop(u, None)
+                self._writes[u] = self._writes.get(u, 0) + 1
+            self._finish_purge(n, was_pending)
+        return n
+
     def counts(self, user_id: str | None = None) -> dict[str, int]:
         out: dict[str, int] = {}
         with self._lock:

@@ -340,6 +340,26 @@ class Neo4jStore:
         with self._driver.session(database=self._db) as s:
             return s.execute_write(work)
 
+    def replace_user(self, changes: ChangeSet) -> int:
+        u = changes.user_id
+
+        def work(tx: Any) -> int:
+            tx.run(Q.LOCK_EXISTING_VERSION, u=u).consume()  # queue behind a commit in flight, as purge does
+            n = int(sum(tx.run(Q.PURGE_LABEL.format(label=label), u=u).single()["n"] for label in Q.NODE_LABELS))
+            tx.run(Q.LOCK_VERSION, u=u).consume()  # a new UserMeta: a new epoch, so caches keyed on it drop
+            self._write(tx, changes)
+            tx.run(Q.SET_VERSION, u=u, v=changes.new_version).consume()
+            return n
+
+        self._emb_cache.pop(u, None)
+        with self._driver.session(database=self._db) as s:
+            try:
+                n: int = s.execute_write(work)
+            except self._neo4j.exceptions.ConstraintError as e:
+                raise id_taken() from e
+        self._emb_cache.pop(u, None)
+        return n
+
     def counts(self, user_id: str | None = None) -> dict[str, int]:
         out: dict[str, int] = {}
         for label in Q.NODE_LABELS:
