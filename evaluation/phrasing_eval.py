@@ -160,6 +160,8 @@ def summarize(results: Sequence[CaseResult]) -> dict[str, Any]:
         "conflict": prf("conf", "CONFLICTS_WITH"),
         "expiry_accuracy": _rate([r.expiry_predicted is not None and r.expiry_predicted == r.expiry_expected for r in exp]),
         "expiry_n": len(exp),
+        "expired_recall": _rate([bool(r.expiry_predicted) for r in exp if r.expiry_expected]),
+        "unexpired_kept": _rate([r.expiry_predicted is False for r in exp if not r.expiry_expected]),
         "expiry_no_fact": sum(r.expiry_predicted is None for r in exp),
         "valid_to_in_window": _rate(win),
         "valid_to_window_n": len(win),
@@ -193,7 +195,8 @@ def table(summary: dict[str, Any]) -> str:
     lines = [f"phrasing set: {summary['n']} cases, {summary['seconds']}s ingest+score",
              f"  supersession  P {f(s['precision'])}  R {f(s['recall'])}  F1 {f(s['f1'])}  (tp {s['tp']} fp {s['fp']} fn {s['fn']})",
              f"  conflict      P {f(c['precision'])}  R {f(c['recall'])}  F1 {f(c['f1'])}  (tp {c['tp']} fp {c['fp']} fn {c['fn']})",
-             f"  expiry accuracy {f(summary['expiry_accuracy'])} (n {summary['expiry_n']}, no fact {summary['expiry_no_fact']}); "
+             f"  expiry accuracy {f(summary['expiry_accuracy'])} (n {summary['expiry_n']}, no fact {summary['expiry_no_fact']}): "
+             f"expired found {f(summary['expired_recall'])}, unexpired kept {f(summary['unexpired_kept'])}; "
              f"valid_to in window {f(summary['valid_to_in_window'])} (n {summary['valid_to_window_n']})",
              f"  scope accuracy {f(summary['scope_accuracy'])} (n {summary['scope_n']})",
              f"  look-alike false-relation rate {f(summary['lookalike_false_relation_rate'])} (n {summary['lookalike_n']})",

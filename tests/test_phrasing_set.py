@@ -136,6 +136,8 @@ def test_score_case_reads_edges_expiry_and_scope_from_the_snapshot() -> None:
     s = summarize([score_case(upd, snap), score_case(con, snap), score_case(look, snap)])
     assert s["conflict"]["tp"] == 1 and s["conflict"]["fp"] == 2  # the update's and the look-alike's stray edge
     assert s["lookalike_false_relation_rate"] == 1.0
+    e = summarize([score_case(exp, snap), score_case(early, snap)])
+    assert (e["expiry_accuracy"], e["expired_recall"], e["unexpired_kept"]) == (0.5, 0.5, None)
     assert "self_contradiction" in table(s)
 
 
