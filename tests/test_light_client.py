@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import venv
@@ -45,14 +46,16 @@ def _site_packages(env_dir: Path) -> Path:
 
 def _install(env_dir: Path) -> None:
     """``uv pip install clients/python`` into ``env_dir`` (the uv of the project's venv, its package cache;
-    offline first, then from the registry)."""
+    offline first, then from the registry). Built from a copy, so no build folder lands in the checkout."""
     try:
         import uv  # noqa: F401
     except ImportError:
         if os.environ.get("CI"):
             pytest.fail("uv is missing from the project's venv (make setup installs it)")
         pytest.skip("uv is not installed in this venv (make setup installs it)")
-    base = [sys.executable, "-m", "uv", "pip", "install", "--python", str(env_dir / "bin" / "python"), "-q", str(LIGHT)]
+    src = env_dir.parent / "evomem-client-src"
+    shutil.copytree(LIGHT, src, ignore=shutil.ignore_patterns("build", "*.egg-info", "__pycache__"))
+    base = [sys.executable, "-m", "uv", "pip", "install", "--python", str(env_dir / "bin" / "python"), "-q", str(src)]
     env = _env()
     r = subprocess.run([*base, "--offline"], env=env, capture_output=True, text=True, timeout=600)
     if r.returncode != 0:

@@ -5,12 +5,5 @@
     print(mem.search("Suggest a vacation for me").context.text)
 """
 
-from evomem_client.client import (ERROR_CLASSES, AsyncMemoryClient, AuthenticationError, ConflictError,
-                                  EvoMemConnectionError, EvoMemError, InvalidRequestError, MemoryClient,
-                                  NotConfiguredError, NotFoundError, PermissionDeniedError, RateLimitError,
-                                  ServerError, UpstreamError, UpstreamTimeoutError, error_from_response)
-
-__all__ = ["ERROR_CLASSES", "AsyncMemoryClient", "AuthenticationError", "ConflictError", "EvoMemConnectionError",
-           "EvoMemError", "InvalidRequestError", "MemoryClient", "NotConfiguredError", "NotFoundError",
-           "PermissionDeniedError", "RateLimitError", "ServerError", "UpstreamError", "UpstreamTimeoutError",
-           "error_from_response"]
+from evomem_client.client import *  # noqa: F403  (the names of its __all__)
+from evomem_client.client import __all__ as __all__

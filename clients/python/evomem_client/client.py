@@ -36,9 +36,10 @@ from evomem_client.models import (AnswerResult, CypherOut, ExternalItem, FactDet
 M = TypeVar("M", bound=BaseModel)
 Messages = str | Sequence[Mapping[str, Any]]
 
-__all__ = ["AsyncMemoryClient", "AuthenticationError", "ConflictError", "EvoMemConnectionError", "EvoMemError",
-           "InvalidRequestError", "MemoryClient", "NotConfiguredError", "NotFoundError", "PermissionDeniedError",
-           "RateLimitError", "ServerError", "UpstreamError", "UpstreamTimeoutError"]
+__all__ = ["ERROR_CLASSES", "AsyncMemoryClient", "AuthenticationError", "ConflictError", "EvoMemConnectionError",
+           "EvoMemError", "InvalidRequestError", "MemoryClient", "NotConfiguredError", "NotFoundError",
+           "PermissionDeniedError", "RateLimitError", "ServerError", "UpstreamError", "UpstreamTimeoutError",
+           "error_from_response"]
 
 
 # -- errors --
