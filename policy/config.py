@@ -1,6 +1,6 @@
 """TrainConfig: one pydantic model for a GRPO run, in the style of TRL's GRPOConfig (same field names
 for everything TRL owns), loaded from YAML with ``key.sub=value`` overrides, plus named presets
-(``configs/<preset>.yaml``).
+(``configs/<preset>.yaml``; experiments that did not ship: ``configs/experiments/<preset>.yaml``).
 
     cfg = load_config("configs/grpo-cpu-smoke.yaml", ["max_steps=3", "lora.r=4"])
     cfg = load_config("grpo-qwen3-4b")          # a preset name
