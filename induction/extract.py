@@ -20,6 +20,7 @@ from graph.models import Fact, FactKind
 from induction.branch import OntologyBranch
 from induction.config import LLMCallConfig, SegmentConfig
 from induction.session import Session
+from induction.timeexpr import valid_to_for
 from induction.timex import find_times, parse_iso_time
 from llmclients.chat import ChatError, ChatMessage, ChatModel
 from llmclients.structured import ReplyError, parse_reply
@@ -41,6 +42,8 @@ class CandidateFact(BaseModel):
     order: tuple[int, int] = Field(description="(turn seq, position in turn): the session-internal time order.")
     observed_at: datetime | None = None
     valid_from: datetime | None = None
+    valid_to: datetime | None = Field(default=None, description="When the state stops holding: a dated plan's or a "
+                                      "time-bounded state's end (induction/timeexpr.py).")
     scope: str | None = None
     qualifiers: dict[str, str] = Field(default_factory=dict)
     confidence: float = Field(default=1.0, ge=0.0, le=1.0)
@@ -52,7 +55,7 @@ class CandidateFact(BaseModel):
     def to_fact(self, user_id: str, session_id: str) -> Fact:
         return Fact(fact_id=self.fact_id, user_id=user_id, statement=self.statement, kind=self.kind, holder=self.holder,
                     evidence=self.evidence, source_turn_ids=self.source_turn_ids, session_id=session_id,
-                    observed_at=self.observed_at, valid_from=self.valid_from, scope=self.scope,
+                    observed_at=self.observed_at, valid_from=self.valid_from, valid_to=self.valid_to, scope=self.scope,
                     qualifiers=dict(self.qualifiers), confidence=self.confidence)
 
 
@@ -77,6 +80,12 @@ class ExtractionError(RuntimeError):
                                                       "http", "invalid_response"]):
         super().__init__(message)
         self.kind = kind
+
+
+def _ends(kind: str, text: str, ref: datetime | None) -> datetime | None:
+    """``valid_to`` of a statement of ``kind`` said at ``ref`` (induction/timeexpr.py), if its words bound it."""
+    b = valid_to_for(kind, text, ref)
+    return b.end if b is not None else None
 
 
 def make_fact_id(user_id: str, session_id: str, turn_ids: Sequence[str], statement: str, n: int = 0) -> str:
@@ -190,6 +199,7 @@ class LLMExtractor:
                 fact_id=make_fact_id(session.user_id, session.session_id, tids, f.statement, n),
                 statement=f.statement, kind=f.kind, holder=f.holder or "user", evidence=f.evidence,
                 source_turn_ids=tuple(tids), order=(seq, n), observed_at=ref,
-                valid_from=when[0] if when else None, scope=f.scope or None, qualifiers=quals,
+                valid_from=when[0] if when else None, valid_to=_ends(f.kind, f.evidence, ref),
+                scope=f.scope or None, qualifiers=quals,
                 concept=path[:4], cues=cues))
         return out, rejected

@@ -29,6 +29,7 @@ from induction.evidence import select_evidence
 from induction.extract import CandidateFact, Cue, ExtractionResult, make_fact_id
 from induction.session import Session
 from induction.scope import scopes_in
+from induction.timeexpr import find_ends, valid_to_for
 from induction.timex import TimeRef, annotate, find_times
 
 _I = r"(?:I|I'm|I've|I'd|I'll|I am|Im|Ive)"
@@ -277,6 +278,11 @@ def classify_with_source(sentence: str) -> tuple[FactKind, bool]:
         return "event", True
     if CIRCUMSTANCE.search(sentence):
         return "circumstance", True
+    head, colon, claim = sentence.partition(":")
+    if colon and len(head.split()) <= 8 and len(claim.split()) >= 4:
+        # a lead-in framing what follows ("Fun fact I always tell people: the bridge is older than the town"):
+        # the statement is what comes after the colon
+        return classify_with_source(claim.strip())[0], False
     return default_kind(sentence), False
 
 
@@ -408,13 +414,19 @@ class OfflineExtractor:
             own = scopes_in(raw) if kind in _SCOPED_KINDS else []
             if not own and kind in _TURN_SCOPE_KINDS:
                 own = turn_scope
+            # "in spring 2026" dates the statement, it does not scope it
+            dated = [b.text.lower() for b in find_ends(raw, ref)]
+            own = [o for o in own if not any(o.lower() in t for t in dated)]
             scope = "; ".join(own) if own else None
+            ends = valid_to_for(kind, raw, ref)
+            if ends is not None:
+                quals["valid_to_expression"] = ends.text
             topic = topic_of(raw if len(content_words(raw)) >= 3 else text)
             out.append(CandidateFact(
                 fact_id=make_fact_id(session.user_id, session.session_id, (tid,), statement, n),
                 statement=statement, kind=kind, holder=holder, evidence=raw.strip(), source_turn_ids=(tid,),
                 order=(seq, n), observed_at=ref, valid_from=times[0].start if times else None,
-                scope=scope, qualifiers=quals,
+                valid_to=ends.end if ends is not None else None, scope=scope, qualifiers=quals,
                 confidence=0.8 if _FIRST_PERSON.search(raw) else 0.6, kind_certain=certain,
                 concept=(topic,) if holder == "user" else (holder, topic), cues=tuple(cues)))
         return out

@@ -19,6 +19,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field
@@ -94,20 +95,26 @@ class Ingestor:
         # Test seam: called with the step name just before it runs (fault injection, tracing).
         self.hook: Callable[[str], None] = lambda step: None
 
-    def ingest(self, session: Session) -> IngestReport:
+    def ingest(self, session: Session, clock: datetime | None = None) -> IngestReport:
+        """``clock``: the time of the request that brought a session with no date at all (no ``started_at``,
+        no turn ``at``), as HTTP and MCP clients send one: its turns are read as said then ("next week",
+        "until the end of the semester" resolve against it; induction/timeexpr.py). The content hash stays
+        that of the session as sent, so sending it again is still a no-op."""
         # Secrets are cut out first: the hash, the extractor, the stored turns and the report all see
         # the redacted session only (induction/redact.py).
         raw, (session, redacted) = session, redact_session(session, self.config.redact)
         with user_lock(self.memory.store, session.user_id):
             # a session stored before redaction existed carries the raw hash: still "unchanged"
-            report = self._ingest(session, raw.content_hash() if redacted else None)
+            report = self._ingest(session, raw.content_hash() if redacted else None, clock)
         return report.model_copy(update={"redacted": redacted}) if redacted else report
 
-    def _ingest(self, session: Session, raw_digest: str | None = None) -> IngestReport:
+    def _ingest(self, session: Session, raw_digest: str | None = None, clock: datetime | None = None) -> IngestReport:
         store, cfg = self.memory.store, self.config
         t: dict[str, float] = {}
         t0 = time.perf_counter()
         digest = session.content_hash()
+        if clock is not None and session.started_at is None and all(tt.at is None for tt in session.turns):
+            session = session.model_copy(update={"started_at": clock})
         snap = store.load_snapshot(session.user_id)
         if self._seen(snap, session, digest, raw_digest):
             return IngestReport(session_id=session.session_id, user_id=session.user_id, status="unchanged",

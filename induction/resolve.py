@@ -150,4 +150,7 @@ def resolve(snap: Snapshot, store: GraphStore, embedder: Embedder, candidates: S
         neigh.sort(key=lambda n: (-n.similarity, n.fact_id))
         out.append(ResolvedFact(candidate=c, embedding=tuple(float(x) for x in vecs[i]), concept_id=cid,
                                 duplicate_of=dup, duplicate_reason=why, neighbours=neigh[: cfg.neighbours * 2]))
-    return Resolution(facts=out, existing=existing, validity=validity_map(snap, list(existing)))
+    # what was still valid when this session was said (a plan over by then is expired); undated: today
+    said = [c.observed_at for c in cands if c.observed_at is not None]
+    return Resolution(facts=out, existing=existing, validity=validity_map(snap, list(existing),
+                                                                          min(said, key=as_utc) if said else None))
