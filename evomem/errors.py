@@ -97,17 +97,16 @@ def _rules() -> list[tuple[type[BaseException] | tuple[type[BaseException], ...]
         ((ValueError, KeyError), lambda e: (str(e.args[0]) if isinstance(e, KeyError) and e.args else str(e), USAGE)),
         (ConnectionError, lambda e: (f"cannot connect: {e}", RUNTIME)),
     ]
-    try:  # the Neo4j driver is installed with the project, but only loaded by `--store neo4j`
-        from neo4j.exceptions import AuthError, ServiceUnavailable
-
+    # The Neo4j driver is installed with the project but only loaded by `--store neo4j` (importing it
+    # costs seconds): when it is not loaded, the failure cannot be one of its exceptions.
+    neo = sys.modules.get("neo4j.exceptions")
+    if neo is not None:
         rules[1:1] = [
-            (ServiceUnavailable, lambda e: (f"Neo4j is not reachable ({e}); start it (scripts/neo4j-server start) "
-                                            "or fix --neo4j-uri / EVOMEM_NEO4J_URI", RUNTIME)),
-            (AuthError, lambda e: ("Neo4j refused the credentials: set EVOMEM_NEO4J_USER and "
-                                   "EVOMEM_NEO4J_PASSWORD", RUNTIME)),
+            (neo.ServiceUnavailable, lambda e: (f"Neo4j is not reachable ({e}); start it (scripts/neo4j-server "
+                                                "start) or fix --neo4j-uri / EVOMEM_NEO4J_URI", RUNTIME)),
+            (neo.AuthError, lambda e: ("Neo4j refused the credentials: set EVOMEM_NEO4J_USER and "
+                                       "EVOMEM_NEO4J_PASSWORD", RUNTIME)),
         ]
-    except ImportError:
-        pass
     return rules
 
 

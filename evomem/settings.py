@@ -17,8 +17,7 @@ from induction.config import IngestConfig
 from llmclients.config import ModelsConfig
 from llmclients.embeddings import EmbedderConfig
 from memcore.stores import StoreConfig
-from serving.api import ApiSettings
-from serving.pipeline import PipelineConfig
+from serving.config import ApiSettings, PipelineConfig
 
 
 class Settings(BaseModel):

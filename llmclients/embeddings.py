@@ -18,7 +18,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 @runtime_checkable
 class Embedder(Protocol):
-    dim: int
+    @property
+    def dim(self) -> int:
+        """Output size."""
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32, rows L2-normalized."""
@@ -98,6 +100,56 @@ class HashEmbedder:
                 out[i, h % self.dim] += 1.0 if (h >> 63) & 1 else -1.0
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return out / np.where(norms == 0, 1.0, norms)
+
+
+# Output sizes known without loading a model (the store is opened, and its lock checked, before any load).
+MINILM_DIM, BGE_M3_DIM = 384, 1024
+
+
+def known_dim(cfg: EmbedderConfig) -> int | None:
+    """The embedder's output size when it is known from the config alone; None for a model folder of
+    unknown shape (kind sentence-transformers, or minilm with its own model_path)."""
+    if cfg.kind == "hash":
+        return cfg.dim
+    if cfg.kind == "minilm" and cfg.model_path is None:
+        return MINILM_DIM
+    if cfg.kind == "bge-m3":
+        return BGE_M3_DIM
+    return None
+
+
+class LazyEmbedder:
+    """``make_embedder(cfg)``, loaded on the first ``embed`` (or ``load``), not when built: a command that
+    never embeds (``evomem users``, ``cypher``, ``facts``, ``profile``, ``history``) never loads torch or
+    sentence-transformers. ``dim`` comes from the config where it can (``known_dim``), else it loads."""
+
+    def __init__(self, cfg: EmbedderConfig) -> None:
+        self.cfg = cfg
+        self._inner: Embedder | None = None
+        self._known = known_dim(cfg)
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._inner is not None
+
+    def load(self) -> Embedder:
+        if self._inner is None:
+            with self._lock:  # the server embeds from request threads and the background index warm-up
+                if self._inner is None:
+                    inner = make_embedder(self.cfg)
+                    if self._known is not None and inner.dim != self._known:
+                        raise ValueError(f"embedder {self.cfg.kind!r} gives vectors of size {inner.dim}, "
+                                         f"expected {self._known}")
+                    self._inner = inner
+        return self._inner
+
+    @property
+    def dim(self) -> int:
+        return self._known if self._known is not None else self.load().dim
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self.load().embed(texts)
 
 
 def minilm_path() -> str:

@@ -13,7 +13,7 @@ from graph.snapshot import ChangeSet, Snapshot
 from graph.store import GraphStore, UnknownUser
 from graph.timeline import TimeView, states_at
 from graph.timeline import allowed_ids as allowed_ids_at
-from llmclients.embeddings import Embedder, EmbedderConfig, make_embedder
+from llmclients.embeddings import Embedder, EmbedderConfig, LazyEmbedder
 from memcore.retry import commit_with_retry
 from memcore.stores import StoreConfig, open_store
 
@@ -45,9 +45,18 @@ class Memory:
         self.routes = RouteIndexCache(lambda texts: self.embedder.embed(texts))
 
     @classmethod
-    def from_settings(cls, settings: MemorySettings) -> Memory:
-        embedder = make_embedder(settings.embedder)
-        return cls(open_store(settings.store, embedder.dim), embedder, settings.retrieval)
+    def from_settings(cls, settings: MemorySettings, load_embedder: bool = False) -> Memory:
+        """The store is opened first (a locked store fails in a fraction of a second); the embedder loads
+        on the first embedding, or here with ``load_embedder`` (a server warms it before its first request)."""
+        embedder = LazyEmbedder(settings.embedder)
+        store = open_store(settings.store, embedder.dim)
+        try:
+            if load_embedder:
+                embedder.load()
+        except BaseException:
+            store.close()
+            raise
+        return cls(store, embedder, settings.retrieval)
 
     def close(self) -> None:
         self.routes.close()

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, Header, Request
-from pydantic import BaseModel, ConfigDict, Field
 
 from graph.ids import validate_user_id
 from induction.redact import RedactConfig
 from memcore.memory import Memory
+from serving.config import ApiKey as ApiKey
+from serving.config import ApiSettings as ApiSettings
 from serving.cypher_route import CypherGate
 from serving.metrics import Metrics
 from serving.openai_wire import ApiError, bearer_ok
@@ -27,28 +28,6 @@ from serving.pipeline import AnswerPipeline
 
 IngestFn = Callable[[str, dict[str, Any]], dict[str, Any]]
 USER_HEADER = "X-EvoMem-User"
-
-
-class ApiKey(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    key: str = Field(min_length=8, description="The bearer token.")
-    name: str = Field(default="default", description="Label for logs and metrics (never the key itself).")
-    users: list[str] | None = Field(default=None, description="Users this key may act for (None = every user).")
-
-    def allows(self, user_id: str) -> bool:
-        return self.users is None or user_id in self.users
-
-
-class ApiSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    keys: list[ApiKey] = Field(default_factory=list, description="Accepted keys.")
-    require_auth: bool = Field(default=True, description="False only for loopback experiments (evomem serve --no-auth).")
-    max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, description="Larger bodies are refused with 413.")
-    max_cypher_rows: int = Field(default=1000, ge=1, description="Rows returned by /cypher at most.")
-    max_page: int = Field(default=500, ge=1, description="Largest 'limit' for fact listings.")
-    warm_after_ingest: bool = Field(default=True, description="After a session commits, rebuild that user's route "
-                                    "index in the background, so their next request does not pay for it "
-                                    "(graph.routes.index.RouteIndexCache.warm).")
 
 
 def load_api_keys(single: str | None, path: str | None) -> list[ApiKey]:

@@ -9,14 +9,14 @@ The pipeline never writes to the store.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel
 
 from graph.models import RelationalState
 from graph.render import render_context
@@ -31,31 +31,10 @@ from policy.rule import RulePolicy
 from policy.state import ReasoningState, StateParseError
 from policy.answer_prompts import AnswerPrompt, answer_messages, fill, load_answer_prompt, state_block
 # the response models live in serving/wire.py (importable without the server's dependencies: the client uses them)
+from serving.config import PipelineConfig as PipelineConfig  # defined with the settings: light to import
 from serving.wire import AnswerResult, EvidenceView
 
 log = logging.getLogger(__name__)
-
-
-class PipelineConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    k: int = Field(default=10, ge=1, le=1000, description="Seed facts per request.")
-    traverse: bool = Field(default=True, description="Ablation switch: follow SUPERSEDES/CONFLICTS_WITH to closure.")
-    relational_states: bool = Field(default=True, description="Ablation switch: show facts with their relational "
-                                    "states (off: every fact looks current and unrelated, to policy and answer model).")
-    reasoning_state: bool = Field(default=True, description="Ablation switch: ask the policy for a Reasoning State.")
-    context_budget: int | None = Field(default=1500, ge=1, description="Whitespace-token budget for the rendered "
-                                       "facts; whole relation groups are dropped past it.")
-    prompt: str = Field(default="default", description="Answer prompt name (policy/answer_prompts/answer_<name>.yaml) or path.")
-    max_answer_tokens: int | None = Field(default=None, ge=1, description="Answer cap (None = the prompt's max_tokens).")
-    temperature: float = Field(default=0.0, ge=0, le=2, description="Answer sampling temperature (0 = greedy).")
-    policy_prompt: str = Field(default="policy_v1", description="Prompt of a policy behind an endpoint (policy/prompts): "
-                               "the one it was trained with. A checkpoint loaded in process brings its own.")
-    policy_max_tokens: int = Field(default=512, ge=16, description="Reasoning State cap (paper: <= 512 tokens).")
-    as_of: datetime | None = Field(default=None, description="Valid time: answer from what was true at this date.")
-    known_at: datetime | None = Field(default=None, description="Recorded time: answer from what memory knew then.")
-    on_policy_error: Literal["rule", "none", "raise"] = Field(
-        default="rule", description="When a model policy's output does not parse: fall back to the rule baseline, "
-        "answer without a state, or fail the request.")
 
 
 def make_policy(cfg: ModelEndpointConfig, prompt: str = "policy_v1", max_tokens: int = 512) -> Policy:
@@ -67,11 +46,19 @@ def make_policy(cfg: ModelEndpointConfig, prompt: str = "policy_v1", max_tokens:
     if cfg.kind == "rule":
         return RulePolicy()
     if cfg.kind == "shipped":
+        loading_notice("the policy model", "the shipped SmolLM2-135M + its LoRA adapter, in process")
         return load_shipped_policy(cfg, max_tokens)
     if cfg.kind == "local" and cfg.model_path and is_policy_checkpoint(cfg.model_path):
+        loading_notice("the policy model", f"{cfg.model_path}, in process")
         return LocalLearnedPolicy.from_checkpoint(cfg.model_path, device=cfg.device, temperature=0.0,
                                                   max_new_tokens=max_tokens)
     return EndpointLearnedPolicy(make_chat_model(cfg), prompt=prompt, temperature=0.0, max_tokens=max_tokens)
+
+
+def loading_notice(what: str, detail: str) -> None:
+    """One line on stderr before a model loads in process (seconds, a minute on a cold cache), so a
+    command that must load one does not look hung; stdout (answers, --json) stays clean."""
+    print(f"loading {what}… ({detail})", file=sys.stderr, flush=True)
 
 
 def load_shipped_policy(cfg: ModelEndpointConfig, max_tokens: int = 512) -> Policy:
@@ -111,6 +98,8 @@ def build_models(models: ModelsConfig, pipeline: PipelineConfig | None = None,
     model-backed policy gets the pipeline's ``policy_prompt`` and ``policy_max_tokens``. ``probe``: check
     the answer server answers before the policy is built (``probe_answer_model``)."""
     cfg = pipeline or PipelineConfig()
+    if models.answer.kind == "local":
+        loading_notice("the answer model", f"{models.answer.model_path or 'SmolLM2-135M-Instruct'}, in process")
     answer = make_chat_model(models.answer)
     if probe:
         probe_answer_model(answer)
