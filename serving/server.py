@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from graph.models import utcnow
 from induction.config import IngestConfig
 from llmclients.config import ModelEndpointConfig, ModelsConfig
 from memcore.memory import Memory, MemorySettings
@@ -35,7 +36,8 @@ def ingest_with(ingestor: Ingestor, warm: bool = False) -> IngestFn:
 
     def ingest(user_id: str, session_json: dict[str, Any]) -> dict[str, Any]:
         session = parse_session(session_json, source="http", user_id=user_id)
-        report = ingestor.ingest(session)
+        # a session sent without any date was said now: the request's clock dates it (expiry, "next week")
+        report = ingestor.ingest(session, clock=utcnow())
         if warm and report.status == "committed":
             ingestor.memory.routes.warm(ingestor.memory.store, report.user_id)
         return report.model_dump(mode="json")
