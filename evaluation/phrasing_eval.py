@@ -29,7 +29,7 @@ from evaluation.phrasing import CATEGORIES, PhrasingCase, split
 from graph.models import Fact, Relation
 from graph.rules import derive_validity
 from graph.snapshot import Snapshot
-from induction.pipeline import Ingestor
+from induction.pipeline import IngestError, Ingestor
 
 
 class CaseResult(BaseModel):
@@ -54,6 +54,7 @@ class CaseResult(BaseModel):
     scopes: list[str | None] = []
     scope_ok: bool | None = None
     correct: bool = False
+    error: str | None = None  # an IngestError: scored on what was written before it, never counted correct
 
 
 def _facts_of(snap: Snapshot, turn_id: str) -> list[Fact]:
@@ -111,9 +112,15 @@ def run_case(case: PhrasingCase, ingestor: Ingestor, user_prefix: str = "phrasin
     """Ingest ``case`` as the fresh user ``<prefix><id>`` and score it."""
     t0 = time.perf_counter()
     user = f"{user_prefix}{case.id}"
+    error = None
     for s in case.to_sessions(user):
-        ingestor.ingest(s)
+        try:
+            ingestor.ingest(s)
+        except IngestError as e:
+            error = str(e)
+            break
     res = score_case(case, ingestor.memory.store.load_snapshot(user))
+    res.error, res.correct = error, res.correct and error is None
     res.seconds = round(time.perf_counter() - t0, 3)
     return res
 
@@ -170,6 +177,7 @@ def summarize(results: Sequence[CaseResult]) -> dict[str, Any]:
         "lookalike_false_relation_rate": _rate([r.sup or r.conf or r.sup_reversed for r in look]),
         "lookalike_n": len(look),
         "cases_correct": _rate([r.correct for r in results]),
+        "ingest_errors": sum(r.error is not None for r in results),
         "per_category": per,
         "seconds": round(sum(r.seconds for r in results), 1),
     }
@@ -200,7 +208,7 @@ def table(summary: dict[str, Any]) -> str:
              f"valid_to in window {f(summary['valid_to_in_window'])} (n {summary['valid_to_window_n']})",
              f"  scope accuracy {f(summary['scope_accuracy'])} (n {summary['scope_n']})",
              f"  look-alike false-relation rate {f(summary['lookalike_false_relation_rate'])} (n {summary['lookalike_n']})",
-             f"  cases fully correct {f(summary['cases_correct'])}",
+             f"  cases fully correct {f(summary['cases_correct'])}; ingest errors {summary['ingest_errors']}",
              "",
              f"  {'category':<20}{'n':>5}{'correct':>9}{'sup':>7}{'conf':>7}{'facts':>7}{'secs':>8}"]
     for cat, r in summary["per_category"].items():
