@@ -13,13 +13,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from evomem.commands.eval_cmds import EvalOptions
+from typing import Any
 
 
-def run_phrasing_eval(opts: EvalOptions) -> int:
+def run_phrasing_eval(opts: Any) -> int:
+    """Run for ``evomem eval phrasing``; ``opts`` is its ``EvalOptions`` (not imported: eval_cmds imports this
+    module, and module import cycles are refused by tests/test_architecture.py)."""
     from tqdm import tqdm
 
     from evaluation.phrasing import CASES_FILE, load_cases
