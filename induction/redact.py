@@ -1,39 +1,53 @@
-"""Secrets never stored: credentials and payment data are cut out of a session before anything else sees it.
+"""Secrets never stored: credentials and payment data are cut out of everything written to memory.
 
-The ingestion pipeline (induction/pipeline.py) calls :func:`redact_session` first: the content hash,
-the extractor (offline or an LLM), the stored turns and every fact quote are built from the redacted
-text, so a secret said in a conversation reaches no store, no model prompt, no log and no response.
-The report says what was removed as counts per kind, never the value.
+Every write path redacts before anything else sees the text, and reports what it removed as counts per
+kind, never the value:
 
-Built-in kinds (each can be switched off; extra patterns come from the typed config):
+- sessions (induction/pipeline.py calls :func:`redact_session` first: the content hash, the extractor, the
+  stored turns and every fact quote are built from the redacted text), so also ``POST .../sessions`` and
+  the MCP ``add_session`` / ``add_memory`` tools;
+- explicit edit batches (``POST /edits``, :func:`redact_batch`): turn texts and roles, concept names and
+  descriptions (CREATE, SPLIT), every free-text field of an attached fact (statement, evidence, scope,
+  holder, qualifier keys and values) and every reason (SUPERSEDE, CONFLICT, RESOLVE, RETRACT);
+- forget reasons (induction/forget.py, so the CLI, HTTP and MCP forget);
+- imported export files (:func:`redact_export`, ``evomem import``): turn texts, concept names and
+  descriptions, fact fields, relation reasons and the free text inside edit payloads, before the commit.
 
-- ``api_key``: provider key shapes (OpenAI/Anthropic ``sk-…``, GitHub ``ghp_/gho_/ghu_/ghs_/ghr_…`` and
-  ``github_pat_…``, AWS ``AKIA…/ASIA…``, Slack ``xox?-…``, Google ``AIza…``) and any value after "api key",
-  "secret" or "token" + is/:/=.
-- ``bearer``: ``Bearer <token>`` and JSON Web Tokens.
-- ``password``: the value after password/passwd/passcode/pin + is/:/= (the word itself stays, so the
-  memory can still say "has a password for X").
-- ``card``: 13–19 digit numbers (spaces or dashes allowed) that pass the Luhn check.
-- ``iban``: IBANs that pass the ISO 13616 mod-97 check.
-- ``bank_account``: digits after "account number", "acct", "routing number", "sort code".
+Ids (user, session, turn, fact, concept, edit ids) are keys, kept as sent; they are not redacted.
 
-Matches become ``[REDACTED:<kind>]``; overlapping matches are merged (the earliest, then longest, wins).
+What counts as a secret is induction/secrets.py: text is matched after normalisation (NFKC, zero-width
+and other format characters removed, dash and quote look-alikes unified) and each secret's span is mapped
+back, so the stored text is the original text with the secret replaced by ``[REDACTED:<kind>]``.
+Detection uses the maintained provider rules of ``detect-secrets`` plus conversational rules written here
+(see that module for the list).
+
+A secret split across consecutive turns of one session is caught too (:func:`redact_texts`): when a
+turn ends with a secret cue ("... my password is") the next turn of the same speaker is read as its
+continuation, and when a turn ends with a secret, a token-shaped start of that speaker's next turn is
+taken as the rest of it (a key pasted in two halves, a private key in two messages).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from graph.edits import AttachFact, EditBatch
+from graph.edits import AttachFact, Conflict, CreateConcept, EditBatch, Resolve, Retract, SplitConcept, Supersede
+from induction.secrets import _ABOUT, _ASIDE, _IS, _KEY_CUE, _PW_CUE, _pw_value, _random_token, find_secrets, normalise
+from induction.secrets import iban_ok as iban_ok
+from induction.secrets import luhn_ok as luhn_ok
 from induction.session import Session
 
-BuiltinKind = Literal["api_key", "bearer", "password", "card", "iban", "bank_account"]
-BUILTIN_KINDS: tuple[BuiltinKind, ...] = ("api_key", "bearer", "password", "card", "iban", "bank_account")
+if TYPE_CHECKING:
+    from graph.portable import UserExport
+
+BuiltinKind = Literal["api_key", "bearer", "basic_auth", "private_key", "password", "card", "iban", "bank_account"]
+BUILTIN_KINDS: tuple[BuiltinKind, ...] = ("api_key", "bearer", "basic_auth", "private_key", "password", "card",
+                                          "iban", "bank_account")
 
 
 class RedactionPattern(BaseModel):
@@ -56,101 +70,44 @@ class RedactionPattern(BaseModel):
 
 class RedactConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
-    enabled: bool = Field(default=True, description="Redact secrets from sessions before they are stored or extracted.")
+    enabled: bool = Field(default=True, description="Redact secrets from everything written (sessions, edits, "
+                          "forget reasons, imports) before it is stored or extracted.")
     kinds: tuple[BuiltinKind, ...] = Field(default=BUILTIN_KINDS, description="Built-in kinds to redact.")
+    library: bool = Field(default=True, description="Also use detect-secrets' provider token rules.")
+    split_turns: bool = Field(default=True, description="Catch a secret split across consecutive turns.")
     extra: tuple[RedactionPattern, ...] = Field(default=(), description="Additional patterns (e.g. internal ids).")
 
 
-def luhn_ok(digits: str) -> bool:
-    """The Luhn checksum every payment card number satisfies.
-
-    >>> luhn_ok("4111111111111111"), luhn_ok("4111111111111112")
-    (True, False)
-    """
-    total = 0
-    for i, ch in enumerate(reversed(digits)):
-        d = int(ch)
-        if i % 2:
-            d = d * 2 - 9 if d > 4 else d * 2
-        total += d
-    return total % 10 == 0
-
-
-def iban_ok(text: str) -> bool:
-    """ISO 13616 mod-97 check.
-
-    >>> iban_ok("DE89 3704 0044 0532 0130 00"), iban_ok("DE89 3704 0044 0532 0130 01")
-    (True, False)
-    """
-    s = re.sub(r"\s", "", text).upper()
-    if not re.fullmatch(r"[A-Z]{2}\d{2}[A-Z0-9]{11,30}", s):
-        return False
-    moved = s[4:] + s[:4]
-    return int("".join(str(int(c, 36)) for c in moved)) % 97 == 1
-
-
-# the value: a quoted string, or the next word without its closing punctuation
-_VALUE = r"(\"[^\"\n]{1,100}\"|'[^'\n]{1,100}'|[^\s\"',;]+?)(?=[.,;!?)\]]*(?:\s|$))"
-_IS = r"\s*(?:\bis\b|\bwas\b|\bare\b|:|=)\s*"
-_ABOUT = r"(?:\s+(?:for|to|of|on|at)\b[^.:=\n]{0,40}?)?"  # "password for the wifi at home is …"
-
-# (kind, regex, group, check on the matched group)
-_BUILTIN: list[tuple[str, str, int, Callable[[str], bool] | None]] = [
-    ("api_key", r"\b(?:sk-(?:proj-|ant-|live-|test-)?[A-Za-z0-9_\-]{16,}|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}"
-                r"|(?:AKIA|ASIA)[A-Z0-9]{16}|xox[abprs]-[A-Za-z0-9\-]{10,}|AIza[0-9A-Za-z_\-]{35})", 0, None),
-    ("api_key", r"\b(?:api[\s_-]?key|secret(?:[\s_-]?key)?|access[\s_-]?token|auth[\s_-]?token|token)" + _ABOUT + _IS
-     + _VALUE,
-     1, lambda v: len(v) >= 8 and any(c.isdigit() for c in v)),
-    ("bearer", r"\bbearer\s+([A-Za-z0-9\-._~+/]{8,}=*)", 1, None),
-    ("bearer", r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}", 0, None),
-    ("password", r"\b(?:password|passwd|passphrase|passcode|pin(?:\s+code)?)" + _ABOUT + _IS + _VALUE, 1,
-     lambda v: v.lower() not in {"is", "was", "a", "the", "my", "and", "or", "to", "for", "it"}),
-    ("card", r"(?<![\d-])(?:\d[ -]?){12,18}\d(?![\d-])", 0, lambda v: luhn_ok(re.sub(r"\D", "", v))),
-    ("iban", r"\b[A-Z]{2}\d{2}(?:[ ]?[A-Z0-9]){11,30}\b", 0, iban_ok),
-    ("bank_account", r"\b(?:account\s*(?:number|no\.?|#)|acct\.?|routing\s*(?:number|no\.?)|"
-                     r"sort\s*code|bsb)" + r"\s*(?:\bis\b|:|=|#)?\s*" + r"(\d[\d -]{4,}\d)", 1, None),
-]
-
-
 @lru_cache(maxsize=32)
-def _compiled(cfg: RedactConfig) -> list[tuple[str, re.Pattern[str], int, Callable[[str], bool] | None]]:
-    # IBAN and key shapes are case-sensitive on purpose (upper-case letters are part of the shape)
-    sensitive = {"iban"}
-    out: list[tuple[str, re.Pattern[str], int, Callable[[str], bool] | None]] = [
-        (k, re.compile(rx, 0 if k in sensitive or g == 0 and k == "api_key" else re.IGNORECASE), g, chk)
-        for k, rx, g, chk in _BUILTIN if k in cfg.kinds]
-    out += [(p.kind, re.compile(p.regex, re.IGNORECASE), p.group, None) for p in cfg.extra]
-    return out
+def _extra(cfg: RedactConfig) -> tuple[tuple[str, re.Pattern[str], int], ...]:
+    return tuple((p.kind, re.compile(p.regex, re.IGNORECASE), p.group) for p in cfg.extra)
+
+
+def _spans(text: str, cfg: RedactConfig) -> list[tuple[int, int, str]]:
+    return find_secrets(text, frozenset(cfg.kinds), cfg.library, _extra(cfg))
+
+
+def _apply(text: str, spans: Sequence[tuple[int, int, str]]) -> tuple[str, dict[str, int]]:
+    out: list[str] = []
+    counts: dict[str, int] = {}
+    pos = 0
+    for start, end, kind in sorted(spans):
+        if start < pos:
+            continue
+        out += [text[pos:start], f"[REDACTED:{kind}]"]
+        counts[kind] = counts.get(kind, 0) + 1
+        pos = end
+    out.append(text[pos:])
+    return "".join(out), counts
 
 
 def redact_text(text: str, cfg: RedactConfig | None = None) -> tuple[str, dict[str, int]]:
     """``text`` with every secret replaced, and how many of each kind were replaced."""
     cfg = cfg or RedactConfig()
-    if not cfg.enabled:
+    if not cfg.enabled or not text:
         return text, {}
-    spans: list[tuple[int, int, str]] = []
-    for kind, rx, group, check in _compiled(cfg):
-        for m in rx.finditer(text):
-            g = group if group <= (rx.groups or 0) else 0
-            start, end = m.span(g)
-            if start < 0 or end <= start or (check is not None and not check(m.group(g))):
-                continue
-            spans.append((start, end, kind))
-    if not spans:
-        return text, {}
-    spans.sort(key=lambda s: (s[0], -(s[1] - s[0])))
-    out: list[str] = []
-    counts: dict[str, int] = {}
-    pos = 0
-    for start, end, kind in spans:
-        if start < pos:  # overlaps a secret already cut out
-            continue
-        out.append(text[pos:start])
-        out.append(f"[REDACTED:{kind}]")
-        counts[kind] = counts.get(kind, 0) + 1
-        pos = end
-    out.append(text[pos:])
-    return "".join(out), counts
+    spans = _spans(text, cfg)
+    return _apply(text, spans) if spans else (text, {})
 
 
 def merge_counts(*counts: dict[str, int]) -> dict[str, int]:
@@ -161,30 +118,168 @@ def merge_counts(*counts: dict[str, int]) -> dict[str, int]:
     return dict(sorted(out.items()))
 
 
+# -- a secret split across turns -------------------------------------------------------------------------
+_CUE_TAIL = re.compile(r"(?:\b(?:" + _PW_CUE + "|" + _KEY_CUE + r"|card(?:\s+(?:number|no\.?))?|iban|"
+                       r"(?:account|routing)\s+number|sort\s+code|pass\s?phrase|(?:seed|recovery)\s+phrase)"
+                       + _ABOUT + _ASIDE + r"(?:" + _IS + r"|\s*(?:\.\.\.|…|-+)\s*)\s*$)", re.IGNORECASE)
+_HERE_TAIL = re.compile(r"\bhere(?:'s| is| are)\s+(?:my|the|our)\s+(?:[\w-]+\s+){0,3}?(?:" + _PW_CUE + "|"
+                        + _KEY_CUE + r"|card(?:\s+number)?)\s*[:.…-]*\s*$", re.IGNORECASE)
+_LEAD_TOKEN = re.compile(r"^\s*(\S{4,})")
+_PEM_REST = re.compile(r"^[\sA-Za-z0-9+/=\u200b-\u200d\ufeff]*(?:-----END [^\n]*?-----)?")
+
+
+def _cue_tail(text: str) -> str | None:
+    norm, _ = normalise(text)
+    m = _CUE_TAIL.search(norm) or _HERE_TAIL.search(norm)
+    if m is None:
+        return None
+    cue = m.group()
+    return cue if cue.rstrip().endswith((":", "=", "-", "…", "...")) or re.search(r"\b(?:is|was|are|'s)\s*$", cue) \
+        else cue.rstrip(" .") + " is"
+
+
+def _continuation(prev: str, prev_spans: list[tuple[int, int, str]], text: str,
+                  cfg: RedactConfig) -> list[tuple[int, int, str]]:
+    """Spans of ``text`` that continue a secret begun at the end of ``prev``."""
+    tail = _cue_tail(prev)
+    if tail is not None:  # "my password is" | "hunter2-blue!": read the two as one
+        joined = tail.rstrip() + " " + text
+        off = len(joined) - len(text)
+        return [(s - off, e - off, k) for s, e, k in _spans(joined, cfg) if s >= off]
+    if not prev_spans or prev_spans[-1][1] < len(prev.rstrip(" \t\n.…-")):
+        return []
+    kind = prev_spans[-1][2]  # prev ends with a secret: a secret-shaped start of this turn is the rest of it
+    if kind == "private_key":
+        m = _PEM_REST.match(text)
+        return [(0, m.end(), kind)] if m and m.end() else []
+    m = _LEAD_TOKEN.match(text)
+    if m is None:
+        return []
+    tok, _ = normalise(m.group(1))
+    looks = _random_token(tok) or (any(c.isdigit() for c in tok) and len(tok) >= 6) or (
+        kind in ("password", "card", "iban", "bank_account") and _pw_value(tok) and not tok.isalpha())
+    return [(m.start(1), m.end(1), kind)] if looks else []
+
+
+def redact_texts(texts: Sequence[str], roles: Sequence[str] | None = None,
+                 cfg: RedactConfig | None = None) -> tuple[list[str], list[dict[str, int]]]:
+    """The turns of one conversation, redacted one by one and across turns: a cue or a secret at the end
+    of a turn carries to the next turn of the same speaker (the next one, or the one after a reply)."""
+    cfg = cfg or RedactConfig()
+    if not cfg.enabled:
+        return list(texts), [{} for _ in texts]
+    spans = [_spans(t, cfg) if t else [] for t in texts]
+    if cfg.split_turns:
+        roles = roles or ["" for _ in texts]
+        for i in range(len(texts)):
+            nxt = [j for j in (i + 1, i + 2) if j < len(texts) and roles[j] == roles[i]][:1]
+            for j in nxt:
+                extra = _continuation(texts[i], spans[i], texts[j], cfg)
+                if extra:
+                    spans[j] = sorted(spans[j] + extra)
+    out = [_apply(t, s) if s else (t, {}) for t, s in zip(texts, spans)]
+    return [t for t, _ in out], [c for _, c in out]
+
+
 def redact_session(session: Session, cfg: RedactConfig | None = None) -> tuple[Session, dict[str, int]]:
     """The session with every turn's text redacted (the same object when nothing was found)."""
-    turns, found = [], []
-    for t in session.turns:
-        text, counts = redact_text(t.text, cfg)
-        turns.append(t if not counts else t.model_copy(update={"text": text}))
-        found.append(counts)
-    total = merge_counts(*found)
-    return (session.model_copy(update={"turns": tuple(turns)}) if total else session), total
+    texts, found = redact_texts([t.text for t in session.turns], [t.role for t in session.turns], cfg)
+    roles = [redact_text(t.role, cfg) for t in session.turns]
+    total = merge_counts(*found, *(c for _, c in roles))
+    if not total:
+        return session, {}
+    turns = tuple(t.model_copy(update={"text": x, "role": r}) for t, x, (r, _) in zip(session.turns, texts, roles))
+    return session.model_copy(update={"turns": turns}), total
+
+
+class _Cleaner:
+    def __init__(self, cfg: RedactConfig | None):
+        self.cfg, self.found = cfg, []  # type: ignore[var-annotated]
+
+    def __call__(self, text: str | None) -> Any:
+        if not text:
+            return text
+        out, counts = redact_text(text, self.cfg)
+        self.found.append(counts)
+        return out
+
+    def qualifiers(self, q: dict[str, str]) -> dict[str, str]:
+        return {self(k): self(v) for k, v in q.items()}
+
+    def fact(self, f: Any) -> Any:
+        return f.model_copy(update={"statement": self(f.statement), "evidence": self(f.evidence),
+                                    "scope": self(f.scope), "holder": self(f.holder),
+                                    "qualifiers": self.qualifiers(f.qualifiers)})
+
+    @property
+    def total(self) -> dict[str, int]:
+        return merge_counts(*self.found)
+
+
+def _clean_edit(e: Any, clean: _Cleaner) -> Any:
+    if isinstance(e, AttachFact):
+        return e.model_copy(update={"fact": clean.fact(e.fact)})
+    if isinstance(e, CreateConcept):
+        return e.model_copy(update={"name": clean(e.name), "description": clean(e.description)})
+    if isinstance(e, SplitConcept):
+        return e.model_copy(update={"children": tuple(c.model_copy(update={"name": clean(c.name),
+                                                                             "description": clean(c.description)})
+                                                      for c in e.children)})
+    if isinstance(e, (Supersede, Conflict, Resolve, Retract)):
+        return e.model_copy(update={"reason": clean(e.reason)})
+    return e
 
 
 def redact_batch(batch: EditBatch, cfg: RedactConfig | None = None) -> tuple[EditBatch, dict[str, int]]:
-    """An explicit edit batch (``POST /edits``) with its turns' texts and its facts' statements and
-    evidence redacted: the other write path, held to the same rule."""
-    found: list[dict[str, int]] = []
-
-    def clean(text: str) -> str:
-        out, counts = redact_text(text, cfg)
-        found.append(counts)
-        return out
-
-    turns = [t.model_copy(update={"text": clean(t.text)}) for t in batch.turns]
-    edits = [e.model_copy(update={"fact": e.fact.model_copy(update={"statement": clean(e.fact.statement),
-                                                                   "evidence": clean(e.fact.evidence)})})
-             if isinstance(e, AttachFact) else e for e in batch.edits]
-    total = merge_counts(*found)
+    """An explicit edit batch (``POST /edits``) with every free-text field redacted: the turns' texts and
+    roles, concept names and descriptions, the facts' statement, evidence, scope, holder and qualifiers,
+    and every reason."""
+    clean = _Cleaner(cfg)
+    texts, found = redact_texts([t.text for t in batch.turns], [t.role for t in batch.turns], cfg)
+    clean.found += found
+    turns = [t.model_copy(update={"text": x, "role": clean(t.role)}) for t, x in zip(batch.turns, texts)]
+    edits = [_clean_edit(e, clean) for e in batch.edits]
+    total = clean.total
     return (batch.model_copy(update={"turns": turns, "edits": edits}) if total else batch), total
+
+
+_ID_KEY = re.compile(r"(?:^|_)ids?$|^(?:moves|children|moved_facts|moved_children|src|dst|a|b)$")
+
+
+def _clean_payload(value: Any, clean: _Cleaner, key: str = "") -> Any:
+    if _ID_KEY.search(key):
+        return value
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, dict):
+        return {k: _clean_payload(v, clean, str(k)) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_clean_payload(v, clean) for v in value]
+    return value
+
+
+def redact_export(data: UserExport, cfg: RedactConfig | None = None) -> tuple[UserExport, dict[str, int]]:
+    """An export file about to be imported, with every free-text field redacted (turns, concepts, facts,
+    relation reasons, edit payloads). A fact whose statement changed loses its embedding, so the import
+    embeds the redacted statement. ``data`` itself is not changed."""
+    from graph.portable import UserExport
+
+    cfg = cfg or RedactConfig()
+    if not cfg.enabled:
+        return data, {}
+    clean = _Cleaner(cfg)
+    s = data.snapshot.clone()
+    turns = sorted(data.turns, key=lambda t: (t.session_id, t.seq))
+    texts, found = redact_texts([t.text for t in turns], [t.role for t in turns], cfg)
+    clean.found += found
+    new_turns = [t.model_copy(update={"text": x, "role": clean(t.role)}) for t, x in zip(turns, texts)]
+    s.concepts = {k: c.model_copy(update={"name": clean(c.name), "description": clean(c.description)})
+                  for k, c in s.concepts.items()}
+    facts = {k: clean.fact(f) for k, f in s.facts.items()}
+    embeddings = {k: v for k, v in data.embeddings.items() if k not in facts or facts[k].statement
+                  == s.facts[k].statement}
+    s.facts = facts
+    s.relations = {k: r.model_copy(update={"reason": clean(r.reason)}) for k, r in s.relations.items()}
+    s.edits = {k: e.model_copy(update={"payload": _clean_payload(e.payload, clean)}) for k, e in s.edits.items()}
+    total = clean.total
+    return (UserExport(s, new_turns, embeddings) if total else data), total

@@ -70,6 +70,92 @@ def test_config_switches_kinds_and_adds_patterns() -> None:
     assert iban_ok("GB82 WEST 1234 5698 7654 32") and not iban_ok("GB82 WEST 1234 5698 7654 33")
 
 
+def test_every_corpus_shape_is_redacted_and_ordinary_talk_is_kept() -> None:
+    """One sentence per rule class (tests/redaction_corpus.py, 3 secrets per shape), split shapes as two
+    turns; and the LoCoMo-style talk above stays untouched."""
+    from redaction_corpus import SHAPES, corpus, leaks
+
+    from induction.redact import redact_texts
+
+    items = corpus(seed=7)
+    assert len(items) >= 100 and len(SHAPES) >= 25
+    left = [it.shape for it in items if leaks([it], "\n".join(redact_texts(list(it.turns), ["user"] * 2)[0]))]
+    assert left == []
+    off = [it for it in items if leaks([it], "\n".join(redact_texts(list(it.turns), None, RedactConfig(enabled=False))[0]))]
+    assert len(off) == len(items)  # the check above can fail
+    for text in KEPT:
+        assert redact_texts([text, text], ["user", "user"])[0] == [text, text]
+
+
+def test_normalised_matching_keeps_the_text_around_the_secret() -> None:
+    key = "sk-proj-" + "Ab1Cd2Ef3Gh4Ij5Kl6Mn7Op8"
+    text = f"caf\u00e9 \u2014 key {key[:10]}\u200b{key[10:]} ok"
+    out, counts = redact_text(text)
+    assert out == "caf\u00e9 \u2014 key [REDACTED:api_key] ok" and counts == {"api_key": 1}
+    full = "".join(chr(ord(c) + 0xFEE0) for c in "4111111111111111")
+    assert redact_text(f"visa {full}") == ("visa [REDACTED:card]", {"card": 1})
+    assert redact_text("iban de89 3704 0044 0532 0130 00 please")[0] == "iban [REDACTED:iban] please"
+    assert redact_text("card 4111.1111.1111.1111 now")[0] == "card [REDACTED:card] now"
+
+
+def test_a_secret_split_across_turns_is_caught() -> None:
+    from induction.redact import redact_texts
+
+    out, counts = redact_texts(["ok my password is", "hunter2-blue!"], ["user", "user"])
+    assert out == ["ok my password is", "[REDACTED:password]"] and counts[1] == {"password": 1}
+    out, _ = redact_texts(["my password is", "Got it.", "Zebra42#x"], ["user", "assistant", "user"])
+    assert out[2] == "[REDACTED:password]" and out[1] == "Got it."
+    out, _ = redact_texts(["the key is sk-proj-Ab1Cd2Ef3Gh4Ij5Kl6", "Mn7Op8Qr9St0Uv1"], ["user", "user"])
+    assert "Mn7Op8Qr9St0Uv1" not in out[1] and "Ab1Cd2" not in out[0]
+    assert redact_texts(["my password is", "hunter2-blue!"], ["user", "user"], RedactConfig(split_turns=False))[0][1] \
+        == "hunter2-blue!"
+    assert redact_texts(["I forgot my password", "Whatever, later"], ["user", "user"])[0][1] == "Whatever, later"
+
+
+def test_every_free_text_field_of_an_edit_batch_is_redacted() -> None:
+    from graph.edits import (AttachFact, Conflict, CreateConcept, EditBatch, Resolve, Retract, SplitChild,
+                             SplitConcept, Supersede)
+    from graph.models import Fact, Turn
+    from induction.redact import redact_batch
+
+    pw = "Quartz-8841!x"
+    said = f"my password is {pw}"
+    fact = Fact(fact_id="u::f1", user_id="u", statement=said, evidence=said, scope=said, holder=said,
+                qualifiers={"note": said, said: "v"})
+    batch = EditBatch(user_id="u", turns=[Turn(turn_id="t", user_id="u", session_id="s", seq=0, role="user",
+                                              text=said)],
+                      edits=[CreateConcept(concept_id="u::c", name=said, description=said),
+                             SplitConcept(concept_id="u::c", children=(SplitChild(concept_id="u::d", name=said,
+                                                                                   description=said, fact_ids=()),)),
+                             AttachFact(fact=fact, concept_id="u::c"), Supersede(new_fact_id="a", old_fact_id="b", reason=said),
+                             Conflict(a="a", b="b", reason=said), Resolve(a="a", b="b", reason=said),
+                             Retract(fact_id="a", reason=said)])
+    out, counts = redact_batch(batch)
+    assert pw not in out.model_dump_json() and pw in batch.model_dump_json()
+    assert counts == {"password": 15}  # turn 1, concepts 4, fact 6 (qualifier key too), reasons 4
+
+
+def test_an_import_file_is_redacted_before_the_commit() -> None:
+    from graph.edits import AttachFact, CreateConcept, EditBatch, Retract, apply_batch
+    from graph.models import Fact, Turn
+    from graph.portable import UserExport, dumps, loads
+    from graph.snapshot import Snapshot
+    from induction.redact import redact_export
+
+    pw = "Walnut-5512#q"
+    said = f"the wifi password, by the way, is {pw}"
+    batch = EditBatch(user_id="u", turns=[Turn(turn_id="t", user_id="u", session_id="s", seq=0, role="user", text=said)],
+                      edits=[CreateConcept(concept_id="u::c", name=said, description=said),
+                             AttachFact(fact=Fact(fact_id="u::f", user_id="u", statement=said, evidence=said,
+                                                  source_turn_ids=("t",)), concept_id="u::c"),
+                             Retract(fact_id="u::f", reason=said)])
+    snap, _ = apply_batch(Snapshot(user_id="u"), batch)
+    data = loads(dumps(UserExport(snap, list(batch.turns), {"u::f": [0.5, 0.5]})))
+    out, counts = redact_export(data)
+    assert pw in dumps(data) and pw not in dumps(out) and "[REDACTED:password]" in dumps(out)
+    assert sum(counts.values()) >= 5 and out.embeddings == {}  # re-embedded from the redacted statement
+
+
 # -- the canary test --------------------------------------------------------------------------------------
 CANARIES = {
     "api_key": "sk-proj-CANARYq7W2e9R4t6Y1u3I5o8P0",
