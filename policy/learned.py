@@ -95,7 +95,11 @@ class LocalLearnedPolicy:
             base_path = str(smollm2_hf_dir())
             tok = AutoTokenizer.from_pretrained(str(folder)) if has_tokenizer else load_smollm2_tokenizer()
         else:
+            from policy.models import legacy_smollm2_dir, smollm2_hf_dir
+
             base_path = meta.base_model
+            if base_path == str(legacy_smollm2_dir().resolve()) and not Path(base_path).is_dir():
+                base_path = str(smollm2_hf_dir())  # trained on the old second copy: the same weights, converted once
             tok = AutoTokenizer.from_pretrained(str(folder))
         tok.padding_side = "left"
         load_kw: dict[str, Any] = {"dtype": getattr(torch, dtype)}

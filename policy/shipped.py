@@ -81,9 +81,9 @@ def ship_checkpoint(checkpoint: Path, out: Path, *, data_manifest: Path, train_c
     meta = read_meta(checkpoint)
     if not meta.adapter:
         raise ValueError(f"{checkpoint} holds full weights, not a LoRA adapter: only adapters ship")
-    from policy.models import smollm2_hf_dir
+    from policy.models import is_smollm2_base
 
-    if meta.base_model not in (SMOLLM2_BASE, str(smollm2_hf_dir().resolve())):
+    if meta.base_model != SMOLLM2_BASE and not is_smollm2_base(meta.base_model):
         raise ValueError(f"{checkpoint} was trained on {meta.base_model}, not the shipped SmolLM2: it cannot ship")
     size = (checkpoint / ADAPTER_FILES[0]).stat().st_size
     if size > MAX_ADAPTER_BYTES:

@@ -121,3 +121,37 @@ def test_progress_bars_of_third_parties_are_off_for_commands(store_dir: Path) ->
     p = subprocess.run([sys.executable, "-c", code, "users", "--store-path", str(store_dir)], capture_output=True,
                        text=True, env=env, cwd=ROOT, timeout=300)
     assert "BARS 1" in p.stdout, p.stderr
+
+
+def test_the_policy_base_and_the_answer_model_share_one_smollm2_conversion(monkeypatch: pytest.MonkeyPatch,
+                                                                             tmp_path: Path) -> None:
+    """First run: one converted SmolLM2 (517 MB) in the cache, not one per role."""
+    import llmclients.local_engine as le
+    from policy.models import smollm2_hf_dir
+
+    converted: list[Path] = []
+
+    def fake_convert(gguf: Path, cache_dir: Path, name: str = le.SMOLLM2_NAME) -> tuple[Path, bool]:
+        converted.append(cache_dir / name)
+        return cache_dir / name, False
+
+    class Loaded(Exception):
+        pass
+
+    def fake_init(self: object, folder: Path, *a: object, **kw: object) -> None:
+        converted.append(Path(folder))
+        raise Loaded
+
+    monkeypatch.setenv("EVOMEM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(le, "ensure_converted", fake_convert)
+    monkeypatch.setattr(le.LocalChatEngine, "__init__", fake_init)
+    policy_base = smollm2_hf_dir()
+    with pytest.raises(Loaded):
+        le.LocalChatEngine.smollm2()  # the answer model's default
+    assert converted == [policy_base, policy_base, policy_base]  # converted (once) and loaded from one folder
+    assert policy_base.is_relative_to(tmp_path)
+    from policy.models import is_smollm2_base, legacy_smollm2_dir
+
+    # adapters trained on the old second copy (cache_root()/smollm2-hf) still count as on the shipped SmolLM2
+    assert is_smollm2_base(str(policy_base.resolve())) and is_smollm2_base(str(legacy_smollm2_dir().resolve()))
+    assert not is_smollm2_base("/models/Qwen3-4B")
