@@ -35,7 +35,8 @@ class Settings(BaseModel):
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides: Any) -> Settings:
         """EVOMEM_STORE, EVOMEM_STORE_PATH, EVOMEM_NEO4J_URI/USER/PASSWORD/DATABASE, EVOMEM_EMBEDDER,
-        EVOMEM_EXTRACTOR (offline|llm), EVOMEM_ADJUDICATOR (rules|llm; default llm with the llm extractor),
+        EVOMEM_CYPHER_TIMEOUT_S and EVOMEM_CYPHER_WORKERS (the user-Cypher
+        sandbox), EVOMEM_EXTRACTOR (offline|llm), EVOMEM_ADJUDICATOR (rules|llm; default llm with the llm extractor),
         and the model endpoints (EVOMEM_{ANSWER,POLICY,EXTRACTION}_{KIND,URL,MODEL,API_KEY,PATH}; see
         llmclients/config.py). ``overrides``: per-section dicts whose non-None values win."""
         def given(section: str) -> dict[str, Any]:
@@ -49,6 +50,10 @@ class Settings(BaseModel):
             "neo4j_password": env.get("EVOMEM_NEO4J_PASSWORD"),
             "neo4j_database": env.get("EVOMEM_NEO4J_DATABASE"),
         } | given("store")
+        cypher = {k: v for k, v in {"timeout_s": env.get("EVOMEM_CYPHER_TIMEOUT_S"),
+                                    "workers": env.get("EVOMEM_CYPHER_WORKERS")}.items() if v}
+        if cypher:
+            store["cypher"] = cypher
         emb = {"kind": env.get("EVOMEM_EMBEDDER", "minilm")} | given("embedder")
         ingest = {k: v for k, v in {"extractor": env.get("EVOMEM_EXTRACTOR"),
                                      "adjudicator": env.get("EVOMEM_ADJUDICATOR")}.items() if v} | given("ingest")

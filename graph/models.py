@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 
 FactKind = Literal["preference", "experience", "belief", "circumstance", "constraint", "event", "plan"]
 FACT_KINDS: tuple[str, ...] = ("preference", "experience", "belief", "circumstance", "constraint", "event", "plan")
@@ -35,6 +35,32 @@ def utcnow() -> datetime:
 def as_utc(value: datetime) -> datetime:
     """Naive datetimes are taken as UTC so comparisons never mix naive and aware values."""
     return value.replace(tzinfo=timezone.utc) if value.tzinfo is None else value.astimezone(timezone.utc)
+
+
+# Dates that enter from outside (request bodies, query strings, sessions) lie in these years once in UTC:
+# 9999-12-31T23:59:59-14:00 is year 10000 in UTC, and date arithmetic near either end overflows.
+MIN_YEAR, MAX_YEAR = 1000, 9000
+
+
+def bounded_instant(value: datetime) -> datetime:
+    """``value`` if it lies within years MIN_YEAR..MAX_YEAR in UTC; a ValueError that says so otherwise.
+
+    >>> bounded_instant(datetime(2026, 12, 6)).year
+    2026
+    >>> bounded_instant(datetime.fromisoformat("9999-12-31T23:59:59-14:00"))
+    Traceback (most recent call last):
+    ValueError: dates must lie between the years 1000 and 9000
+    """
+    try:
+        year = as_utc(value).year
+    except OverflowError:
+        year = 0
+    if not MIN_YEAR <= year <= MAX_YEAR:
+        raise ValueError(f"dates must lie between the years {MIN_YEAR} and {MAX_YEAR}")
+    return value
+
+
+Instant = Annotated[datetime, AfterValidator(bounded_instant)]
 
 
 # One pattern for user ids everywhere they enter (HTTP path, chat 'user' field, CLI): they become

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from graph.models import Turn
+from graph.models import Instant, Turn
 
 
 class SessionFormatError(ValueError):
@@ -35,7 +35,7 @@ class SessionTurn(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     role: str = Field(min_length=1, description="'user', 'assistant', or a speaker's name (LoCoMo).")
     text: str = Field(min_length=1, description="What was said.")
-    at: datetime | None = Field(default=None, description="When it was said, if known.")
+    at: Instant | None = Field(default=None, description="When it was said, if known.")
     turn_id: str | None = Field(default=None, min_length=1,
                                 description="The source's own id (LoCoMo dia_id, BEAM message id); default '<session>:<seq>'.")
 
@@ -51,7 +51,7 @@ class Session(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     session_id: str = Field(min_length=1, description="Unique per user; re-ingesting the same id+content is a no-op.")
     user_id: str = Field(min_length=1, description="Whose memory this session feeds.")
-    started_at: datetime | None = Field(default=None, description="Session date; relative time expressions resolve against it.")
+    started_at: Instant | None = Field(default=None, description="Session date; relative time expressions resolve against it.")
     turns: tuple[SessionTurn, ...] = Field(min_length=1)
     source: str | None = Field(default=None, description="Where it came from (file, dataset), for reports only; not hashed.")
 

@@ -50,6 +50,11 @@ class ApiSettings(BaseModel):
     require_auth: bool = Field(default=True, description="False only for loopback experiments (evomem serve --no-auth).")
     max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, description="Larger bodies are refused with 413.")
     max_cypher_rows: int = Field(default=1000, ge=1, description="Rows returned by /cypher at most.")
+    max_session_chars: int = Field(default=200_000, ge=100, description="Text one session (or one memory) may carry, "
+                                   "HTTP and MCP alike; more is refused with 413 (ingestion time grows with it).")
+    external_budget_s: float = Field(default=120.0, gt=0, description="Seconds of work /v1/state/external may spend "
+                                     "per API key in each window; past it, 429 until the window moves on.")
+    external_window_s: float = Field(default=600.0, gt=0, description="The window of external_budget_s.")
     max_page: int = Field(default=500, ge=1, description="Largest 'limit' for fact listings.")
     warm_after_ingest: bool = Field(default=True, description="After a session commits, rebuild that user's route "
                                     "index in the background, so their next request does not pay for it "

@@ -22,6 +22,7 @@ from memcore.memory import Memory
 from serving.config import ApiKey as ApiKey
 from serving.config import ApiSettings as ApiSettings
 from serving.cypher_route import CypherGate
+from serving.limits import KeyBudget
 from serving.metrics import Metrics
 from serving.openai_wire import ApiError, bearer_ok
 from serving.pipeline import AnswerPipeline
@@ -56,6 +57,12 @@ class ApiDeps:
     # through its extractor and adjudicator on a scratch store. None: an offline one is made on demand.
     ingestor: Any | None = None
     redact: RedactConfig = field(default_factory=RedactConfig)  # for /edits; sessions use the ingest config's
+    external_budget: KeyBudget | None = None  # /v1/state/external per key; made from settings on first use
+
+    def budget(self) -> KeyBudget:
+        if self.external_budget is None:
+            self.external_budget = KeyBudget(self.settings.external_budget_s, self.settings.external_window_s)
+        return self.external_budget
 
 
 def get_deps(request: Request) -> ApiDeps:

@@ -21,6 +21,7 @@ from pydantic import ValidationError
 
 from graph.cypher.errors import CypherRefused
 from graph.edits import EditRejected
+from graph.models import MAX_YEAR, MIN_YEAR
 from graph.store import ConcurrentModification, ReadOnlyViolation, StoreError, UnknownUser
 from llmclients.chat import ChatError
 from llmclients.local_engine import ContextTooLong
@@ -150,6 +151,12 @@ def domain_error(e: BaseException, cypher: bool = False, where: str = "") -> Api
         return id_conflict(e)  # the embedded engine raises a bare RuntimeError on a duplicate id; else a crash
     if isinstance(e, ValidationError):
         return ApiError(422, sentence(f"Invalid value: {e.errors()[0].get('msg')}"), "validation_error")
+    if isinstance(e, OverflowError):
+        # a date (or number) the request carried is past what date arithmetic can hold; the request
+        # models bound dates (graph.models.Instant), this catches a path that does not use them
+        log.info("overflow on %s: %s", where, e)
+        return ApiError(400, f"A date or number in the request is out of range; dates must lie between the years "
+                        f"{MIN_YEAR} and {MAX_YEAR}.", "out_of_range")
     driver_error = _neo4j_driver_error()
     if driver_error is not None and isinstance(e, driver_error):
         # ServiceUnavailable, SessionExpired, auth failures: the database is not there for us
@@ -170,7 +177,7 @@ def install_api_error_handlers(app: Any) -> None:
         return _err(a.status, a.message, a.code or "server_error", a.param)
 
     for exc in (UnknownUser, EditRejected, CypherRefused, ReadOnlyViolation, ChatError, ContextTooLong,
-                StateParseError, ConcurrentModification, StoreError, RuntimeError, ValidationError):
+                StateParseError, ConcurrentModification, StoreError, RuntimeError, ValidationError, OverflowError):
         app.add_exception_handler(exc, _handle)
     driver_error = _neo4j_driver_error()
     if driver_error is not None:

@@ -33,7 +33,10 @@ from serving.deps import ApiDeps, ApiKey, checked_user_id, user_scope
 from serving.errors import domain_error
 from serving.openai_wire import ApiError, bearer_ok
 from serving.pipeline import AnswerResult
+from serving.limits import check_body_size
 from serving.routes.bodies import AnswerBody, QueryBody, SearchBody, TransferBody
+from serving.routes.cypher import CypherBody
+from serving.routes.forget import ForgetBody
 from serving.wire import (ConceptTree, CypherOut, FactHistoryOut, FactList, ForgetOut, IngestOut, PurgeOut, SearchOut,
                           StateOut, TransferOut)
 
@@ -140,6 +143,7 @@ def build_mcp_server(deps: ApiDeps, settings: McpSettings | None = None) -> MCPS
         uid = call(lambda: scope.user(ctx, user_id, must_exist=False))
         body = {"session_id": session_id or _session_id("mcp", [t.model_dump(mode="json") for t in turns]),
                 "started_at": started_at, "turns": [t.model_dump(mode="json", exclude_none=True) for t in turns]}
+        call(lambda: check_body_size(deps.settings, body))  # the HTTP body cap, which MCP arguments never pass
         return call(lambda: service.ingest_session(deps, uid, {k: v for k, v in body.items() if v is not None}))
 
     @mcp.tool(description="Remember one thing the user said (a one-turn session), e.g. 'I moved to Lisbon'.")
@@ -147,6 +151,7 @@ def build_mcp_server(deps: ApiDeps, settings: McpSettings | None = None) -> MCPS
         uid = call(lambda: scope.user(ctx, user_id, must_exist=False))
         turn: dict[str, Any] = {"role": "user", "text": text} | ({"at": at} if at else {})
         session = {"session_id": _session_id("mcp-memory", turn), "turns": [turn]}
+        call(lambda: check_body_size(deps.settings, session))
         return call(lambda: service.ingest_session(deps, uid, session))
 
     # -- reads --
@@ -198,21 +203,26 @@ def build_mcp_server(deps: ApiDeps, settings: McpSettings | None = None) -> MCPS
                      user_id: str | None = None) -> CypherOut:
         uid = call(lambda: scope.user(ctx, user_id))
         key = call(lambda: scope.key(ctx))
-        return await acall(lambda: service.cypher(deps, uid, key.key if key else "mcp", query, params), cypher=True)
+        body = call(lambda: CypherBody(query=query, params=params or {}))  # the HTTP route's bounds
+        call(lambda: check_body_size(deps.settings, body.model_dump()))
+        return await acall(lambda: service.cypher(deps, uid, key.key if key else "mcp", body.query, body.params),
+                           cypher=True)
 
     @mcp.tool(description="A Reasoning State for memory items from ANY other memory system (e.g. what mem0 or a "
               "RAG retrieved): relations between the items are inferred, nothing is stored.", annotations=read_only)
     def reasoning_state_external(query: str, items: list[ExternalItem], ctx: Context) -> TransferOut:
-        call(lambda: scope.key(ctx))
+        key = call(lambda: scope.key(ctx))
         body = call(lambda: TransferBody(query=query, items=items))
-        return call(lambda: service.external_state(deps, body))
+        call(lambda: check_body_size(deps.settings, body.model_dump(mode="json")))
+        return call(lambda: service.external_state(deps, body, key))
 
     # -- forgetting --
     @mcp.tool(description="Forget one fact (retract it): it stays as a tombstone that says 'never rely on this'.",
               annotations=ToolAnnotations(destructive_hint=True, idempotent_hint=False))
     def forget(fact_id: str, ctx: Context, reason: str = "", user_id: str | None = None) -> ForgetOut:
         uid = call(lambda: scope.user(ctx, user_id))
-        return call(lambda: service.forget_fact(deps, uid, fact_id, reason))
+        body = call(lambda: ForgetBody(reason=reason))  # the HTTP route's bounds
+        return call(lambda: service.forget_fact(deps, uid, fact_id, body.reason))
 
     @mcp.tool(description="Delete EVERYTHING of the user irreversibly. Refused unless confirm equals the user id.",
               annotations=ToolAnnotations(destructive_hint=True))

@@ -24,8 +24,9 @@ from induction.history import UnknownFact, fact_history
 from induction.redact import redact_batch
 from llmclients.chat import ChatError
 from serving.cypher_route import cypher_body
-from serving.deps import ApiDeps
+from serving.deps import ApiDeps, ApiKey
 from serving.errors import FOREIGN_ID_RULES, id_conflict, model_error, sentence
+from serving.limits import check_session_size
 from serving.openai_wire import ApiError
 
 from serving.wire import (ConceptNode, ConceptTree, CypherOut, EditsOut, ExternalItemView, FactHistoryOut, FactList,
@@ -48,6 +49,7 @@ def ingest_session(deps: ApiDeps, user_id: str, session: dict[str, Any]) -> Inge
                        f"/v1/users/{user_id}/edits instead.", "ingest_not_configured")
     if session.get("user_id") not in (None, user_id):
         raise ApiError(400, "The session's user_id does not match the user in the path.", "user_mismatch", "user_id")
+    check_session_size(deps.settings, session)
     try:
         return IngestOut.model_validate(deps.ingest(user_id, session))
     except ChatError as e:
@@ -205,9 +207,19 @@ def _base_ingestor(deps: ApiDeps) -> Any:
     return deps.ingestor
 
 
-def external_state(deps: ApiDeps, body: TransferBody) -> TransferOut:
+def external_state(deps: ApiDeps, body: TransferBody, who: ApiKey | None) -> TransferOut:
     """The configured policy's Reasoning State over memory items from another system, relations between
-    them inferred by induction on a scratch store (policy/transfer.py); nobody's memory is read or written."""
+    them inferred by induction on a scratch store (policy/transfer.py); nobody's memory is read or written.
+    It costs seconds of CPU, so a key bound to no user may not call it, and each key has a budget of work
+    per window (serving/limits.py; 429 past it)."""
+    if who is not None and who.users is not None and not who.users:
+        raise ApiError(403, "This API key is bound to no user, so it may not use /v1/state/external.",
+                       "key_not_bound")
+    with deps.budget().spend(who.key if who else ""):
+        return _external_state(deps, body)
+
+
+def _external_state(deps: ApiDeps, body: TransferBody) -> TransferOut:
     from policy.transfer import external_state as transfer
 
     pipe = deps.pipeline

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from graph.models import Instant
 from policy.answer_prompts import known_prompts
 from policy.external import ExternalItem
 
@@ -20,8 +20,8 @@ class QueryBody(BaseModel):
     k: int | None = Field(default=None, ge=1, le=200, description="Seed facts.")
     traverse: bool | None = Field(default=None, description="Follow SUPERSEDES/CONFLICTS_WITH (ablation when false).")
     relational_states: bool | None = Field(default=None, description="Show relational states (ablation when false).")
-    as_of: datetime | None = Field(default=None, description="Valid time (ISO 8601): what was true at this date.")
-    known_at: datetime | None = Field(default=None, description="Recorded time (ISO 8601): what memory knew then.")
+    as_of: Instant | None = Field(default=None, description="Valid time (ISO 8601): what was true at this date.")
+    known_at: Instant | None = Field(default=None, description="Recorded time (ISO 8601): what memory knew then.")
 
     def time_view(self) -> dict[str, Any]:
         return {"as_of": self.as_of, "known_at": self.known_at}

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 
 from fastapi import APIRouter, Depends, Query
 
+from graph.models import Instant
 from serving import service
 from serving.service import facts_with_states
 from serving.deps import ApiDeps, existing, get_deps
@@ -21,8 +21,8 @@ def list_facts(validity: str | None = Query(default=None, description="Only this
                include: str | None = Query(default=None, description="Comma-separated validities to show besides "
                                            "current: superseded, disputed, expired, retracted, or all."),
                kind: str | None = Query(default=None, description="Fact kind filter."),
-               as_of: datetime | None = Query(default=None, description="Valid time: states as they were then."),
-               known_at: datetime | None = Query(default=None, description="Recorded time: what memory knew then."),
+               as_of: Instant | None = Query(default=None, description="Valid time: states as they were then."),
+               known_at: Instant | None = Query(default=None, description="Recorded time: what memory knew then."),
                limit: int = Query(default=100, ge=1), offset: int = Query(default=0, ge=0),
                user_id: str = Depends(existing), deps: ApiDeps = Depends(get_deps)) -> FactList:
     return service.list_facts(deps, user_id, validity, include, kind, as_of, known_at, limit, offset)

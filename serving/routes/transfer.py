@@ -15,6 +15,6 @@ router = APIRouter(tags=["answer"])
 
 
 @router.post("/v1/state/external")
-def external_state(body: TransferBody, _: ApiKey | None = Depends(principal),
+def external_state(body: TransferBody, who: ApiKey | None = Depends(principal),
                    deps: ApiDeps = Depends(get_deps)) -> TransferOut:
-    return service.external_state(deps, body)
+    return service.external_state(deps, body, who)
