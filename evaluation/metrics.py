@@ -25,12 +25,8 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from graph.render import whitespace_tokens as whitespace_tokens  # the one token count (the paper's figures)
 from scoring.answers import token_f1
-
-
-def whitespace_tokens(text: str) -> int:
-    """The token count used everywhere in this package (and by the paper's token figures)."""
-    return len(text.split())
 
 
 class EvidenceScore(BaseModel):

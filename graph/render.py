@@ -37,6 +37,7 @@ from graph.evidence import EvidenceBundle, EvidenceItem
 
 
 def whitespace_tokens(text: str) -> int:
+    """The token count of every budget and every token figure (the paper's): whitespace-separated words."""
     return len(text.split())
 
 
