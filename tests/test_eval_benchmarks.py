@@ -153,13 +153,15 @@ def test_memsyco_malformed_row(tmp_path: Path, embedded_memory: Memory) -> None:
 
 def test_locomo_dev_slice_floor(tmp_path: Path, bench_data: Path) -> None:
     """Real LoCoMo dev data, small slice: conv-26, first 4 sessions (45 scored questions), K=10, budget 600,
-    hashing embedder (256-d), offline extractor — about 2 s.
+    hashing embedder (256-d), offline extractor — a few seconds.
 
     Measured 2026-12-01: complete retrieval 0.556, coverage 0.567; naive RAG over turns 0.333, BM25 0.511.
-    2026-12-04, with stemmed BM25 (session 17): 0.489 / 0.522; naive RAG 0.333, BM25 0.511. Here the
-    dense routes are word hashes, and stemming loses one question ("likely" stems to "like") while it adds
-    0.010 complete (category 1: 0.052) on the whole LoCoMo dev set with MiniLM. The floors sit a little
-    below ours; a retrieval that returned the wrong facts would fall far under them and under BM25.
+    2026-12-04, with stemmed BM25 (session 17): 0.489 / 0.522 — one question under turn BM25; the floors
+    were lowered to 0.45 and "BM25 minus one question" then (978cd01).
+    2026-12-06 (issue 47, at 32a332a and with the working tree of that day): complete retrieval 0.867
+    (39/45), coverage 0.900; naive RAG 0.333 (15/45), BM25 0.511 (23/45). The same in every run (word
+    hashes, rules; PYTHONHASHSEED makes no difference), so the floors are today's figures with no margin:
+    one question lost fails this test. Never lower a floor here without a line above that says why.
     """
     store = EmbeddedStore(tmp_path / "store")
     store.setup()
@@ -170,8 +172,9 @@ def test_locomo_dev_slice_floor(tmp_path: Path, bench_data: Path) -> None:
     mem.close()
     rep = build_report(run, "locomo", {}, n_boot=0)
     assert rep["n_questions"] == 45
-    assert rep["complete_retrieval_rate"] >= 0.45 and rep["coverage"] >= 0.45
-    assert rep["complete_retrieval_rate"] > rep["baselines"]["naive_rag"]["complete_retrieval_rate"] + 0.1
-    # within one question of turn BM25 on this slice (the stemming trade above)
-    assert rep["complete_retrieval_rate"] >= rep["baselines"]["bm25"]["complete_retrieval_rate"] - 1 / 45 - 1e-9
+    # the report rounds to 4 places: 39/45 is reported as 0.8667
+    assert rep["complete_retrieval_rate"] >= round(39 / 45, 4) and rep["coverage"] >= 0.9
+    ours, bm25 = rep["complete_retrieval_rate"], rep["baselines"]["bm25"]["complete_retrieval_rate"]
+    assert ours > rep["baselines"]["naive_rag"]["complete_retrieval_rate"] + 0.1
+    assert ours >= bm25  # at least turn BM25 (today: 16 questions more)
     assert rep["context_tokens_mean"] <= 600
