@@ -16,9 +16,6 @@ from policy.reader import AnswerReader
 from policy.rewards import BaselineCache, ReaderAnswerModel, RewardConfig, state_reward
 from policy.state import parse_state
 from training_data.base import EPOCH, TrainingInstance
-from training_data.paths import memsyco_root
-
-MEMSYCO = memsyco_root()  # ../shared/data beside the checkout, or EVOMEM_DATA_DIR
 
 
 def _item(alias: str, statement: str, kind: str = "preference") -> EvidenceItem:
@@ -96,14 +93,15 @@ def test_first_person_dialogue_lines() -> None:
     assert _first_person("Lena loves tea.") == "Lena loves tea."
 
 
-@pytest.mark.skipif(not MEMSYCO.is_dir(), reason="MemSyco-Bench dev data not present")
-def test_build_runs_ingest_and_retrieval_and_keeps_the_key_out_of_the_prompt(tmp_path: Path) -> None:
+def test_build_runs_ingest_and_retrieval_and_keeps_the_key_out_of_the_prompt(tmp_path: Path, bench_data: Path) -> None:
     from llmclients.embeddings import EmbedderConfig
     from policy.prompt import policy_messages
     from policy.train import read_instances
     from training_data.retrieved import RetrievedBuildConfig, build_retrieved, memsyco_cases
 
-    cfg = RetrievedBuildConfig(memsyco_root=str(MEMSYCO), tasks=["objective_fact_judgment", "valid_memory_selection"],
+    # bench_data (tests/conftest.py): a skip on a developer's machine without the data, a failure under CI
+    memsyco = bench_data / "memsyco-bench"
+    cfg = RetrievedBuildConfig(memsyco_root=str(memsyco), tasks=["objective_fact_judgment", "valid_memory_selection"],
                                limit_per_task=2, synthetic_n=2, embedder=EmbedderConfig(kind="hash", dim=64))
     m1 = build_retrieved(tmp_path / "a", cfg)
     m2 = build_retrieved(tmp_path / "b", cfg)
@@ -120,8 +118,8 @@ def test_build_runs_ingest_and_retrieval_and_keeps_the_key_out_of_the_prompt(tmp
     syn = [i for i in insts if i.instance_id.startswith("retrieved-synthetic")]
     assert len(syn) == 2 and all(json.loads(i.model_dump_json())["metadata"]["family"].startswith("synthetic") for i in syn)
     # the split is a function of the row id alone: a bigger build never moves a row across
-    small = {c.instance_id: c.split for c in memsyco_cases(MEMSYCO, ["objective_fact_judgment"], 5, 0.3, 0)}
-    big = {c.instance_id: c.split for c in memsyco_cases(MEMSYCO, ["objective_fact_judgment"], 20, 0.3, 1)}
+    small = {c.instance_id: c.split for c in memsyco_cases(memsyco, ["objective_fact_judgment"], 5, 0.3, 0)}
+    big = {c.instance_id: c.split for c in memsyco_cases(memsyco, ["objective_fact_judgment"], 20, 0.3, 1)}
     assert all(big[k] == v for k, v in small.items())
 
 
