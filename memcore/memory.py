@@ -43,6 +43,11 @@ class Memory:
         # Per-user route index (retrieval vectors, turn index, entities, concepts), rebuilt when the
         # store's version token moves; texts are embedded once (memoised) across versions.
         self.routes = RouteIndexCache(lambda texts: self.embedder.embed(texts))
+        # a store that reports its commits (the embedded one) has the index extended by each ChangeSet
+        # rather than rebuilt (graph/routes/delta.py)
+        listen = getattr(store, "add_commit_listener", None)
+        if listen is not None:
+            listen(self.routes.note)
 
     @classmethod
     def from_settings(cls, settings: MemorySettings, load_embedder: bool = False) -> Memory:
@@ -60,6 +65,9 @@ class Memory:
 
     def close(self) -> None:
         self.routes.close()
+        unlisten = getattr(self.store, "remove_commit_listener", None)
+        if unlisten is not None:
+            unlisten(self.routes.note)
         self.store.close()
 
     # -- writes --

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
@@ -86,6 +86,9 @@ class EmbeddedStore:
         # made (with a per-open nonce) changes exactly when the user's data does, without a query.
         self._nonce = uuid.uuid4().hex[:12]
         self._writes: dict[str, int] = {}
+        # told (user, ChangeSet, token) after each commit, (user, None, token) after a purge or replace:
+        # the route index cache extends its index by the ChangeSet instead of rebuilding it
+        self._listeners: list[Callable[[str, ChangeSet | None, str], None]] = []
         self.recovered_wal = False  # True once an open replayed a WAL torn by a crash (logged too)
         self._open()
         if purge_pending(self.path):  # a purge committed before a crash, its rewrite did not finish
@@ -213,9 +216,27 @@ class EmbeddedStore:
                 self._writes[u] = self._writes.get(u, 0) + 1
 
     def commit(self, changes: ChangeSet) -> None:
-        with self._versioned_tx(changes.user_id, changes.expected_version, "batch"):
-            self._write(changes)
-            self._q(Q.SET_VERSION, {"u": changes.user_id, "v": changes.new_version})
+        with self._lock:  # held until the listeners are told, so the token they get is this commit's
+            with self._versioned_tx(changes.user_id, changes.expected_version, "batch"):
+                self._write(changes)
+                self._q(Q.SET_VERSION, {"u": changes.user_id, "v": changes.new_version})
+            self._tell(changes.user_id, changes)
+
+    def add_commit_listener(self, fn: Callable[[str, ChangeSet | None, str], None]) -> None:
+        """``fn(user_id, changes, token)`` after each commit, in the committing thread with the store's
+        lock held (it must be quick); ``changes`` is None after a purge or replace of the user's data."""
+        with self._lock:
+            self._listeners.append(fn)
+
+    def remove_commit_listener(self, fn: Callable[[str, ChangeSet | None, str], None]) -> None:
+        with self._lock:
+            if fn in self._listeners:
+                self._listeners.remove(fn)
+
+    def _tell(self, user_id: str, changes: ChangeSet | None) -> None:
+        token = self.version_token(user_id)
+        for fn in list(self._listeners):
+            fn(user_id, changes, token)
 
     def _write(self, cs: ChangeSet) -> None:
         u = cs.user_id
@@ -368,6 +389,7 @@ class EmbeddedStore:
             finally:
                 self._index.pop(user_id, None)
                 self._writes[user_id] = self._writes.get(user_id, 0) + 1
+                self._tell(user_id, None)
             self._finish_purge(n, was_pending)
         return n
 
@@ -390,6 +412,7 @@ class EmbeddedStore:
             finally:
                 self._index.pop(u, None)
                 self._writes[u] = self._writes.get(u, 0) + 1
+                self._tell(u, None)
             self._finish_purge(n, was_pending)
         return n
 
@@ -411,7 +434,10 @@ class EmbeddedStore:
         out: dict[str, int] = {}
         with self._lock:  # held from the marker to the end of the rewrite
             was_pending = self._begin_purge()
-            self._purge_items_tx(purge, groups, out)
+            try:
+                self._purge_items_tx(purge, groups, out)
+            finally:
+                self._tell(u, None)
             self._finish_purge(sum(out.values()), was_pending)
         return out
 

@@ -81,8 +81,9 @@ def latest_turn(idx: RouteIndex, allowed: np.ndarray | None = None) -> Referent 
             continue
         if allowed is not None and not any(allowed[r] for r in idx.turn_rows[t]):
             continue
-        if best is None or idx.turn_recency[t] > idx.turn_recency[best]:
-            best = t
+        if best is None or idx.turn_recency[t] > idx.turn_recency[best] or (
+                idx.turn_recency[t] == idx.turn_recency[best] and idx.turn_key[t] < idx.turn_key[best]):
+            best = t  # at equal recency the earlier turn in session order, wherever its row is
     if best is None:
         return None
     seen = tuple(r for r in idx.turn_rows[best] if allowed is None or allowed[r])
@@ -139,7 +140,7 @@ def context_hits(idx: RouteIndex, ref: Referent | None, allowed: np.ndarray | No
     # Only the turns that state more than half as many as the best one: fusion barely tells rank 2 from rank 3, so a passing "I tend
     # to..." in a turn about something else would otherwise weigh as much as the user's profile turn.
     top = max((x[0] for x in scored), default=0)
-    scored = sorted((x for x in scored if 2 * x[0] > top), key=lambda x: (-x[0], -x[1], x[2]))
+    scored = sorted((x for x in scored if 2 * x[0] > top), key=lambda x: (-x[0], -x[1], idx.turn_key[x[2]]))
     for k, (said, near, _, rows) in enumerate(scored, start=2):
         out.extend((idx.ids[r], said + near, k) for r in rows)
         if len(out) >= n:

@@ -1,8 +1,15 @@
-"""The per-user route index: what every seed route reads, built once per stored version.
+"""The per-user route index: what every seed route reads, one per stored version.
 
 Built from the user's snapshot and turns (any backend: only protocol reads), so the routes are the
 same code for every store. Vectors come from the caller's embedder and are memoised by text, so a
 new version embeds only its new facts and turns.
+
+After a commit the index is not rebuilt: a store that reports its commits (``add_commit_listener``,
+the embedded store) hands each ChangeSet to ``RouteIndexCache.note``, and the next version is the
+cached one extended by those ChangeSets (graph/routes/delta.py: new facts and turns appended to the
+vector matrices and BM25 postings, changed states, relations and concepts updated), at a cost that
+follows the session, not the user's history. A cold cache, a store that does not report (Neo4j,
+another process's write), a purge or an undo that deletes facts is a full rebuild, as before.
 
 The *retrieval vector* of a fact encodes its holder with the statement ("Caroline: ...",
 "assistant: ..."): a request naming a person lands near that person's facts. The vector stored with
@@ -12,163 +19,52 @@ the name pulls one speaker's facts together (docs/design-notes.md §14).
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
-from graph.bm25 import BM25, tokenize
-from graph.models import Fact, Relation, as_utc
+from graph.models import Relation, as_utc
 from graph.routes.clusters import centroids, leader_kmeans
+from graph.routes.delta import extend_index, extensible
+from graph.routes.model import Embed, Memo, RouteIndex, TurnKey, turn_recency
+from graph.routes.model import ConceptPaths, fact_time, retrieval_text
+from graph.routes.model import InformationMeasure as InformationMeasure
+from graph.routes.model import entities_of as entities_of
+from graph.routes.model import information_of as information_of
+from graph.routes.textindex import Grow, TextIndex
 from graph.rules import EVIDENCE_HOLDERS, standing_instruction
-from graph.snapshot import Snapshot
+from graph.snapshot import ChangeSet, Snapshot
 from graph.store import GraphStore
 
-Embed = Callable[[Sequence[str]], np.ndarray]
 T = TypeVar("T")
-_CAP = re.compile(r"\b[A-Z][a-zA-Z'\-]{2,}\b")
-# Capitalised words that name nobody: sentence openers, pronouns, days, months.
-_NOT_ENTITY = frozenset(
-    "the this that these those there then when what where which who why how yes yeah wow hey thanks thank "
-    "my our your his her their its and but for with from into about after before also just really very "
-    "i'm i've i'd i'll it's that's she's he's they're we're you're can't don't didn't won't isn't wasn't "
-    "user assistant monday tuesday wednesday thursday friday saturday sunday january february march april "
-    "may june july august september october november december today tomorrow yesterday last next "
-    "shared image photo picture".split())
+__all__ = ["InformationMeasure", "RouteIndex", "RouteIndexCache", "build_index", "entities_of", "information_of",
+           "retrieval_text"]
+# A pending ChangeSet list longer than this is dropped: that many commits unread means a rebuild is cheaper.
+MAX_PENDING = 256
 
 
-def retrieval_text(f: Fact) -> str:
-    """The statement as the retrieval vector reads it: with its holder unless it already opens with it."""
-    if f.holder in ("", "user") or f.statement.startswith(f"{f.holder}:"):
-        return f.statement
-    return f"{f.holder}: {f.statement}"
-
-
-def entities_of(text: str) -> set[str]:
-    """Lower-cased capitalised words that plausibly name a person, place or thing.
-
-    >>> sorted(entities_of("Caroline: I went to Sweden with Melanie. The trip was fun"))
-    ['caroline', 'melanie', 'sweden']
-    """
-    return {w.lower() for w in _CAP.findall(text) if w.lower() not in _NOT_ENTITY}
-
-
-# "sum": summed IDF of the distinct content words (how much a line says; starves terse, specific
-# lines: "Is vegetarian" sums less than "Works night shifts at the hospital"); "max": the IDF of the
-# rarest content word (how specific its most specific word is: "vegetarian" beats "fun").
-InformationMeasure = Literal["sum", "max"]
-
-
-def information_of(f: Fact, idf: dict[str, float], measure: InformationMeasure = "sum") -> float:
-    """IDF of the statement's distinct content words, summed or the largest (``measure``), without
-    its holder's name (a word unseen by ``idf`` counts as the rarest seen)."""
-    top = max(idf.values(), default=1.0)
-    holder = set(tokenize(f.holder)) if f.holder not in ("", "user") else set()
-    vals = [idf.get(w, top) for w in set(tokenize(f.statement)) - holder]
-    return float(sum(vals) if measure == "sum" else max(vals, default=0.0))
-
-
-def fact_time(f: Fact) -> datetime | None:
-    t = f.valid_from or f.observed_at or f.recorded_at
-    return as_utc(t).replace(tzinfo=None) if t else None
-
-
-@dataclass
-class RouteIndex:
-    user_id: str
-    token: str
-    facts: dict[str, Fact]
-    ids: list[str]  # row order of every per-fact array below
-    fmat: np.ndarray | None  # normalised retrieval vectors, one row per id
-    fbm25: BM25
-    holder: list[str]
-    turn_ids: list[str]
-    tmat: np.ndarray | None
-    tbm25: BM25
-    turn_facts: dict[str, list[int]]  # turn id -> rows of the facts that cite it
-    turn_rows: list[list[int]]  # per turn_ids entry: rows of the facts that cite it
-    entity_rows: dict[str, list[int]]  # entity -> rows of facts mentioning it
-    times: np.ndarray  # seconds since epoch per row (nan when unknown)
-    concept_rows: dict[str, list[int]]  # concept id -> rows
-    concept_ids: list[str]
-    cmat: np.ndarray | None  # normalised concept centroids, one row per concept_ids entry
-    latest: datetime | None  # latest session date: "last week" is resolved against it
-    row: dict[str, int] = field(default_factory=dict)
-    # The snapshot's relations and concept placement, so traversal and state derivation read the same
-    # version the seeds came from, without a store round trip (graph/retrieval.py: index_subgraph).
-    relations_of: dict[str, list[Relation]] = field(default_factory=dict)
-    concept_of: dict[str, str] = field(default_factory=dict)
-    concept_paths: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    # Per turn_ids entry: the speaker role and a recency key (later turns sort higher), so a request
-    # that refers back ("the situation we discussed") can be resolved to the latest turn (context.py).
-    turn_role: list[str] = field(default_factory=list)
-    turn_recency: list[tuple[float, int]] = field(default_factory=list)
-    # rows of a person's standing instructions ("Always … when I ask about …"): the instruction route
-    instruction_rows: list[int] = field(default_factory=list)
-    # Per turn_ids entry: (session id, position in it), None when unknown; and its inverse. The
-    # neighbour route reads a seed turn's surroundings from them.
-    turn_place: list[tuple[str, int] | None] = field(default_factory=list)
-    turn_at: dict[tuple[str, int], int] = field(default_factory=dict)
-    turn_index: dict[str, int] = field(default_factory=dict)  # turn id -> index into turn_ids
-    # Per row, computed on first use (only a config with ``min_information`` reads it): see information.
-    _information: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
-
-    def information(self, measure: InformationMeasure = "sum") -> np.ndarray:
-        """Per row: how much the statement says (``information_of``), its holder's name left out, over
-        the user's median ("It was so fun!" says little however close its vector lands). Computed once
-        per index and measure; a concurrent first use computes it twice, harmlessly."""
-        got = self._information.get(measure)
-        if got is None:
-            got = np.asarray([information_of(self.facts[i], self.fbm25.idf, measure) for i in self.ids],
-                             dtype=np.float64)
-            if len(got):  # as a share of this user's median fact: IDF scales with how many facts there are
-                got /= max(float(np.median(got)), 1e-9)
-            self._information[measure] = got
-        return got
-
-
-def _norm(m: np.ndarray) -> np.ndarray:
-    out: np.ndarray = np.asarray(m, dtype=np.float32)
-    out = out / (np.linalg.norm(out, axis=1, keepdims=True) + 1e-12)
-    return out
-
-
-class _Memo:
-    """Text -> vector, bounded (least recently used goes first)."""
-
-    def __init__(self, cap: int = 50_000):
-        self.cap, self.d = cap, OrderedDict[str, np.ndarray]()
-
-    def embed(self, embed: Embed, texts: Sequence[str]) -> np.ndarray | None:
-        if not texts:
-            return None
-        todo = list(dict.fromkeys(t for t in texts if t not in self.d))
-        for i in range(0, len(todo), 256):
-            chunk = todo[i:i + 256]
-            for t, v in zip(chunk, embed(chunk)):
-                self.d[t] = np.asarray(v, dtype=np.float32)
-        while len(self.d) > self.cap:
-            self.d.popitem(last=False)
-        return _norm(np.stack([self.d[t] for t in texts]))
-
-    def keep(self, texts: set[str]) -> None:
-        for t in [t for t in self.d if t not in texts]:
-            del self.d[t]
-
-
-def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: str, embed: Embed | None,
-                memo: _Memo | None = None, turn_when: Mapping[str, tuple[datetime | None, int]] | None = None,
-                turn_session: Mapping[str, str] | None = None) -> RouteIndex:
+def build_index(snap: Snapshot | None, turns: Sequence[tuple[str, str, str]], token: str, embed: Embed | None,
+                memo: Memo | None = None, turn_when: Mapping[str, tuple[datetime | None, int]] | None = None,
+                turn_session: Mapping[str, str] | None = None, *, base: RouteIndex | None = None,
+                changes: Sequence[ChangeSet] = (),
+                fetch_turns: Callable[[Sequence[str]], Sequence[tuple[str, str, str, str, datetime | None, int]]]
+                | None = None) -> RouteIndex:
     """``turns`` = (turn_id, role, text) of the user's stored turns; ``turn_when`` = turn_id -> (said at,
     position in its session), for the recency order of turns; ``turn_session`` = turn_id -> session id
-    (with ``turn_when``, where each turn sits: the neighbour route)."""
-    memo = memo or _Memo()
+    (with ``turn_when``, where each turn sits: the neighbour route).
+
+    With ``base`` (an index ``extensible`` by ``changes``), the index at the last ChangeSet's version is
+    ``base`` extended by them (graph/routes/delta.py) and ``snap``/``turns`` are not read;
+    ``fetch_turns`` reads stored turns that a new fact cites but no ChangeSet carries."""
+    memo = memo or Memo()
+    if base is not None:
+        return extend_index(base, changes, token, embed, memo, fetch_turns)
+    assert snap is not None
     ids = sorted(snap.facts)
     facts = dict(snap.facts)
     rtexts = [retrieval_text(facts[i]) for i in ids]
@@ -180,7 +76,8 @@ def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: st
             turn_facts.setdefault(t, []).append(n)
         for e in entities_of(rtexts[n]) | ({facts[i].holder.lower()} if facts[i].holder not in ("", "user") else set()):
             entity_rows.setdefault(e, []).append(n)
-    turns = [t for t in turns if t[0] in turn_facts]  # a turn without facts can map to nothing
+    keys = {t[0]: _turn_key(t[0], turn_when, turn_session) for t in turns}
+    turns = sorted((t for t in turns if t[0] in turn_facts), key=lambda t: keys[t[0]])  # a turn without facts maps to nothing
     ttexts = [f"{role}: {text}" for _, role, text in turns]
     fmat = memo.embed(embed, rtexts) if embed else None
     tmat = memo.embed(embed, ttexts) if embed else None
@@ -206,50 +103,78 @@ def build_index(snap: Snapshot, turns: Sequence[tuple[str, str, str]], token: st
     for rel in snap.relations.values():
         relations_of.setdefault(rel.src, []).append(rel)
         relations_of.setdefault(rel.dst, []).append(rel)
-    paths = {c: snap.concept_path(c) for c in set(snap.fact_concept.values())}
-    fbm25 = BM25(rtexts)
+    concept_of, concepts, parent = dict(snap.fact_concept), dict(snap.concepts), dict(snap.parent)
     place = [(turn_session[t[0]], turn_when[t[0]][1]) if turn_session and turn_when and t[0] in turn_session
              and t[0] in turn_when else None for t in turns]
-    return RouteIndex(user_id=snap.user_id, token=token, facts=facts, ids=ids, fmat=fmat, fbm25=fbm25,
-                      holder=[facts[i].holder for i in ids], turn_ids=[t[0] for t in turns], tmat=tmat,
-                      tbm25=BM25(ttexts), turn_facts=turn_facts,
-                      turn_rows=[turn_facts[t[0]] for t in turns], entity_rows=entity_rows, times=times,
-                      concept_rows=concept_rows, concept_ids=concept_ids, cmat=cmat, latest=max(obs) if obs else None,
-                      row=row, relations_of=relations_of, concept_of=dict(snap.fact_concept),
-                      concept_paths={f: paths[c] for f, c in snap.fact_concept.items()},
+    grow = {"times": Grow(times)} | ({"f": Grow(fmat)} if fmat is not None else {}) | (
+        {"t": Grow(tmat)} if tmat is not None else {})
+    return RouteIndex(user_id=snap.user_id, token=token, facts=facts, ids=ids,
+                      fmat=grow["f"].view() if fmat is not None else None, fbm25=TextIndex(rtexts),
+                      holder=[facts[i].holder for i in ids], turn_ids=[t[0] for t in turns],
+                      tmat=grow["t"].view() if tmat is not None else None,
+                      tbm25=TextIndex(ttexts), turn_facts=turn_facts,
+                      turn_rows=[turn_facts[t[0]] for t in turns], entity_rows=entity_rows,
+                      times=grow["times"].view(), concept_rows=concept_rows, concept_ids=concept_ids, cmat=cmat,
+                      latest=max(obs) if obs else None, row=row, relations_of=relations_of, concept_of=concept_of,
+                      concept_paths=ConceptPaths(concept_of, concepts, parent),
                       turn_role=[t[1] for t in turns],
-                      turn_recency=[_turn_recency(t[0], turn_facts[t[0]], ids, facts, turn_when) for t in turns],
+                      turn_recency=[turn_recency(t[0], turn_facts[t[0]], ids, facts, turn_when) for t in turns],
                       instruction_rows=[n for n, i in enumerate(ids) if facts[i].holder not in EVIDENCE_HOLDERS
                                         and standing_instruction(facts[i].statement)],
                       turn_place=place, turn_at={p: n for n, p in enumerate(place) if p is not None},
-                      turn_index={t[0]: n for n, t in enumerate(turns)})
+                      turn_index={t[0]: n for n, t in enumerate(turns)}, turn_key=[keys[t[0]] for t in turns],
+                      turn_said=[(turn_when or {}).get(t[0], (None, 0))[0] for t in turns],
+                      version=snap.version, concepts=concepts, parent=parent, grow=grow, clustered=len(ids))
 
 
-def _turn_recency(turn_id: str, rows: list[int], ids: list[str], facts: dict[str, Fact],
-                  turn_when: Mapping[str, tuple[datetime | None, int]] | None) -> tuple[float, int]:
-    """(seconds, position): when the turn was said, else when its facts were stored (an undated session
-    is ordered by ingest), then its position in the session."""
-    at, seq = (turn_when or {}).get(turn_id, (None, 0))
-    if at is None:
-        said = [facts[ids[r]].observed_at for r in rows]
-        stored = [facts[ids[r]].recorded_at for r in rows]
-        stamps = [t for t in said if t is not None] or [t for t in stored if t is not None]
-        at = min(stamps) if stamps else None
-    return (as_utc(at).timestamp() if at is not None else float("-inf"), seq)
+def _turn_key(turn_id: str, turn_when: Mapping[str, tuple[datetime | None, int]] | None,
+              turn_session: Mapping[str, str] | None) -> TurnKey:
+    """Where a turn sits: (session id, position, turn id); the stores list turns in this order."""
+    return ((turn_session or {}).get(turn_id, ""), (turn_when or {}).get(turn_id, (None, 0))[1], turn_id)
 
 
 class RouteIndexCache:
-    """One RouteIndex per user, rebuilt when the store's version token moves (LRU over users)."""
+    """One RouteIndex per user, brought to the store's version when its token moves (LRU over users):
+    extended by the ChangeSets ``note`` was handed since (graph/routes/delta.py), else rebuilt."""
 
     def __init__(self, embed: Embed | None, max_users: int = 64):
         self.embed, self.max_users = embed, max_users
-        self._memos: dict[str, _Memo] = {}  # per user, so each holds exactly that user's current texts
+        self._memos: dict[str, Memo] = {}  # per user, so each holds exactly that user's current texts
         self._d: OrderedDict[str, RouteIndex] = OrderedDict()
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None  # version reads in flight (see use)
         self._warmer: ThreadPoolExecutor | None = None  # background rebuilds (see warm)
         self._queued: dict[str, Future[None]] = {}  # user -> a rebuild not started yet
         self._building: dict[str, threading.Lock] = {}  # user -> held while that user's index is built
+        # user -> (ChangeSet, the token it left) for each commit since the cached index, oldest first
+        self._pending: dict[str, list[tuple[ChangeSet, str]]] = {}
+
+    def note(self, user_id: str, changes: ChangeSet | None, token: str) -> None:
+        """A store's commit listener (``add_commit_listener``): ``changes`` left the user at ``token``.
+        None (a purge, a replace) drops what is cached for the user, so the next request rebuilds."""
+        with self._lock:
+            if changes is None:
+                self._pending.pop(user_id, None)
+                self._d.pop(user_id, None)
+                return
+            if user_id not in self._d and user_id not in self._building:
+                return  # nothing cached to extend: the next request builds whole anyway
+            got = self._pending.setdefault(user_id, [])
+            got.append((changes, token))
+            if len(got) > MAX_PENDING:
+                del self._pending[user_id]
+
+    def _chain(self, user_id: str, base: RouteIndex | None, token: str) -> list[ChangeSet] | None:
+        """The ChangeSets that take ``base`` to ``token``, oldest first; None if they are not all known."""
+        got = self._pending.get(user_id, [])
+        ends = [n for n, (_, t) in enumerate(got) if t == token]
+        if base is None or not ends:
+            return None
+        chain = [cs for cs, _ in got[: ends[-1] + 1] if cs.new_version > base.version]
+        versions = [base.version] + [cs.new_version for cs in chain]
+        if not chain or any(cs.expected_version != v for cs, v in zip(chain, versions)):
+            return None
+        return chain if extensible(base, chain) else None
 
     def get(self, store: GraphStore, user_id: str, token: str | None = None) -> RouteIndex:
         """The user's index at ``token`` (read from the store when None): the cached one if it has
@@ -272,17 +197,31 @@ class RouteIndexCache:
             if hit is not None:
                 return hit
             with self._lock:
-                memo = self._memos.setdefault(user_id, _Memo())
-            snap = store.load_snapshot(user_id)
-            stored = store.turns(user_id, sorted(snap.turn_ids)) if snap.turn_ids else []
-            turns = [(t.turn_id, t.role, t.text) for t in stored]
-            when = {t.turn_id: (t.at, t.seq) for t in stored}
-            idx = build_index(snap, turns, token, self.embed, memo, when, {t.turn_id: t.session_id for t in stored})
+                memo = self._memos.setdefault(user_id, Memo())
+                base = self._d.get(user_id)
+                chain = self._chain(user_id, base, token)
+            if chain is not None:
+                def fetch(ids: Sequence[str]) -> list[tuple[str, str, str, str, datetime | None, int]]:
+                    return [(t.turn_id, t.role, t.text, t.session_id, t.at, t.seq) for t in store.turns(user_id, ids)]
+
+                idx = build_index(None, [], token, self.embed, memo, base=base, changes=chain, fetch_turns=fetch)
+            else:
+                snap = store.load_snapshot(user_id)
+                stored = store.turns(user_id, sorted(snap.turn_ids)) if snap.turn_ids else []
+                turns = [(t.turn_id, t.role, t.text) for t in stored]
+                when = {t.turn_id: (t.at, t.seq) for t in stored}
+                idx = build_index(snap, turns, token, self.embed, memo, when, {t.turn_id: t.session_id for t in stored})
             with self._lock:
                 self._d[user_id] = idx
+                left = [p for p in self._pending.get(user_id, []) if p[0].new_version > idx.version]
+                if left:
+                    self._pending[user_id] = left
+                else:
+                    self._pending.pop(user_id, None)
                 while len(self._d) > self.max_users:
                     gone, _ = self._d.popitem(last=False)
                     self._memos.pop(gone, None)
+                    self._pending.pop(gone, None)
                     lk = self._building.get(gone)
                     if lk is not None and not lk.locked():
                         del self._building[gone]  # a build of it in flight keeps its lock object

@@ -24,8 +24,8 @@ that turn's rank). ``allowed`` (a boolean row mask, or None) hides facts outside
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -55,15 +55,25 @@ Hit = tuple[str, float, int]
 Mask = np.ndarray | None
 
 
-def _top(scores: np.ndarray, n: int) -> np.ndarray:
-    """Indices of the n largest finite scores, best first (ties by index)."""
+def _top(scores: np.ndarray, n: int, key: Sequence[Any] | None = None) -> np.ndarray:
+    """Indices of the n largest finite scores, best first; ties by ``key`` (a fact's id, a turn's place:
+    the same order whatever row it sits in, graph/routes/delta.py), else by index."""
     ok = np.flatnonzero(np.isfinite(scores))
     if not len(ok) or n <= 0:
         return ok[:0]
     n = min(n, len(ok))
     sub = scores[ok]
     part = ok[np.argpartition(-sub, n - 1)[:n]]
-    return part[np.lexsort((part, -scores[part]))]
+    if key is None:
+        return part[np.lexsort((part, -scores[part]))]
+    cand = ok[sub >= scores[part].min()]  # every tie at the cut, so the key decides which stay
+    return np.asarray(sorted(cand.tolist(), key=lambda r: (-float(scores[r]), key[r]))[:n], dtype=np.int64)
+
+
+def _sparse(rows: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    out = np.full(size, -np.inf)
+    out[rows] = values
+    return out
 
 
 def _masked(sims: np.ndarray, allowed: Mask) -> np.ndarray:
@@ -95,7 +105,7 @@ class RouteContext:
         return self._fsims
 
     def _rank_rows(self, rows: np.ndarray, key: np.ndarray) -> list[Hit]:
-        order = rows[np.lexsort((rows, -key[rows]))][: self.n]
+        order = _top(_sparse(rows, key[rows], len(key)), self.n, self.idx.ids)
         return [(self.idx.ids[r], float(key[r]), k) for k, r in enumerate(order, start=1)]
 
     def _ok(self, rows: list[int] | np.ndarray) -> np.ndarray:
@@ -107,13 +117,13 @@ class RouteContext:
         if s is None:
             return []
         s = _masked(s, self.allowed)
-        return [(self.idx.ids[r], float(s[r]), k) for k, r in enumerate(_top(s, self.n), start=1)]
+        return [(self.idx.ids[r], float(s[r]), k) for k, r in enumerate(_top(s, self.n, self.idx.ids), start=1)]
 
     def fact_bm25(self) -> list[Hit]:
-        sc = self.idx.fbm25.sparse_scores(self.query)
-        rows = sorted((r for r, v in sc.items() if v > 0 and (self.allowed is None or self.allowed[r])),
-                      key=lambda r: (-sc[r], r))[: self.n]
-        return [(self.idx.ids[r], sc[r], k) for k, r in enumerate(rows, start=1)]
+        rows, sc = self.idx.fbm25.scores(self.query)
+        keep = sc > 0 if self.allowed is None else (sc > 0) & self.allowed[rows]
+        full = _sparse(rows[keep], sc[keep], len(self.idx.ids))
+        return [(self.idx.ids[r], float(full[r]), k) for k, r in enumerate(_top(full, self.n, self.idx.ids), start=1)]
 
     def _turns_to_facts(self, ranked: list[tuple[int, float]]) -> list[Hit]:
         out: list[Hit] = []
@@ -139,12 +149,13 @@ class RouteContext:
         if self.qv is None or self.idx.tmat is None:
             return []
         s = self.idx.tmat @ self.qv
-        return self._turns_to_facts([(int(t), float(s[t])) for t in _top(s, self.n)])
+        return self._turns_to_facts([(int(t), float(s[t])) for t in _top(s, self.n, self.idx.turn_key)])
 
     def turn_bm25(self) -> list[Hit]:
-        sc = self.idx.tbm25.sparse_scores(self.query)
-        top = sorted((t for t, v in sc.items() if v > 0), key=lambda t: (-sc[t], t))[: self.n]
-        return self._turns_to_facts([(t, sc[t]) for t in top])
+        rows, sc = self.idx.tbm25.scores(self.query)
+        keep = sc > 0
+        full = _sparse(rows[keep], sc[keep], len(self.idx.turn_ids))
+        return self._turns_to_facts([(int(t), float(full[t])) for t in _top(full, self.n, self.idx.turn_key)])
 
     def _by_cosine(self, rows: np.ndarray, bonus: np.ndarray | None = None) -> list[Hit]:
         rows = self._ok(rows)
@@ -200,7 +211,7 @@ class RouteContext:
             return []
         v = self.qv + self.idx.fmat[rows].mean(axis=0)
         s = _masked(self.idx.fmat @ (v / (np.linalg.norm(v) + 1e-12)), self.allowed)
-        return [(self.idx.ids[r], float(s[r]), k) for k, r in enumerate(_top(s, self.n), start=1)]
+        return [(self.idx.ids[r], float(s[r]), k) for k, r in enumerate(_top(s, self.n, self.idx.ids), start=1)]
 
     def neighbour(self, rows: list[int] | None = None, span: int = 2) -> list[Hit]:
         """Second pass: for each seed row in ``rows`` (best first), the facts of the turns up to ``span``
