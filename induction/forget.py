@@ -26,6 +26,7 @@ from graph.snapshot import Snapshot
 from graph.store import PurgeSet, UnknownUser
 from induction.config import ForgetConfig
 from induction.pipeline import user_lock
+from induction.redact import RedactConfig, redact_text
 from memcore.memory import Memory
 from memcore.retry import commit_with_retry
 
@@ -54,6 +55,8 @@ class RetractReport(BaseModel):
     user_id: str
     retracted: list[RetractedFact]
     version: int
+    redacted: dict[str, int] = Field(default_factory=dict, description="Secrets removed from the reason before "
+                                     "storing it, per kind (counts only).")
 
 
 class PurgeReport(BaseModel):
@@ -89,9 +92,12 @@ def _commit_retract(memory: Memory, user_id: str, ids: list[str], reason: str, r
 
 
 def retract(memory: Memory, user_id: str, fact_id: str | None = None, request: str | None = None,
-            reason: str = "", cfg: ForgetConfig | None = None, all_matches: bool = False) -> RetractReport:
-    """Retract one fact by id, or the fact(s) a natural-language request names (bounded similarity)."""
+            reason: str = "", cfg: ForgetConfig | None = None, all_matches: bool = False,
+            redact: RedactConfig | None = None) -> RetractReport:
+    """Retract one fact by id, or the fact(s) a natural-language request names (bounded similarity). The
+    reason is stored with the RETRACT edit, so secrets are cut out of it first (induction/redact.py)."""
     cfg = cfg or ForgetConfig()
+    reason, redacted = redact_text(reason, redact)
     if (fact_id is None) == (request is None):
         raise ValueError("give exactly one of fact_id or request")
     with user_lock(memory.store, user_id):
@@ -110,7 +116,7 @@ def retract(memory: Memory, user_id: str, fact_id: str | None = None, request: s
             chosen = _match(memory, snap, request or "", cfg, all_matches)
         version = _commit_retract(memory, user_id, [c.fact_id for c in chosen],
                                   reason or ("forget request" if request else "retracted by id"))
-    return RetractReport(user_id=user_id, retracted=chosen, version=version)
+    return RetractReport(user_id=user_id, retracted=chosen, version=version, redacted=redacted)
 
 
 def _match(memory: Memory, snap: Snapshot, request: str, cfg: ForgetConfig, all_matches: bool) -> list[RetractedFact]:

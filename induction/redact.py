@@ -84,7 +84,14 @@ def _extra(cfg: RedactConfig) -> tuple[tuple[str, re.Pattern[str], int], ...]:
 
 
 def _spans(text: str, cfg: RedactConfig) -> list[tuple[int, int, str]]:
-    return find_secrets(text, frozenset(cfg.kinds), cfg.library, _extra(cfg))
+    spans = find_secrets(text, frozenset(cfg.kinds), cfg.library, _extra(cfg))
+    if cfg.split_turns:  # a secret said in two pieces ("key: Ab3… Xy9…"): a secret-shaped next word goes too
+        for i, (s, e, kind) in enumerate(spans):
+            nxt = spans[i + 1][0] if i + 1 < len(spans) else len(text)
+            m = _NEXT_TOKEN.match(text, e)
+            if m and m.end(1) <= nxt and _secret_shaped(m.group(1), kind):
+                spans[i] = (s, m.end(1), kind)
+    return spans
 
 
 def _apply(text: str, spans: Sequence[tuple[int, int, str]]) -> tuple[str, dict[str, int]]:
@@ -125,6 +132,7 @@ _CUE_TAIL = re.compile(r"(?:\b(?:" + _PW_CUE + "|" + _KEY_CUE + r"|card(?:\s+(?:
 _HERE_TAIL = re.compile(r"\bhere(?:'s| is| are)\s+(?:my|the|our)\s+(?:[\w-]+\s+){0,3}?(?:" + _PW_CUE + "|"
                         + _KEY_CUE + r"|card(?:\s+number)?)\s*[:.…-]*\s*$", re.IGNORECASE)
 _LEAD_TOKEN = re.compile(r"^\s*(\S{4,})")
+_NEXT_TOKEN = re.compile(r"[ \t]{1,3}(\S{6,})")
 _PEM_REST = re.compile(r"^[\sA-Za-z0-9+/=\u200b-\u200d\ufeff]*(?:-----END [^\n]*?-----)?")
 
 
@@ -153,12 +161,17 @@ def _continuation(prev: str, prev_spans: list[tuple[int, int, str]], text: str,
         m = _PEM_REST.match(text)
         return [(0, m.end(), kind)] if m and m.end() else []
     m = _LEAD_TOKEN.match(text)
-    if m is None:
-        return []
-    tok, _ = normalise(m.group(1))
-    looks = _random_token(tok) or (any(c.isdigit() for c in tok) and len(tok) >= 6) or (
-        kind in ("password", "card", "iban", "bank_account") and _pw_value(tok) and not tok.isalpha())
-    return [(m.start(1), m.end(1), kind)] if looks else []
+    return [(m.start(1), m.end(1), kind)] if m and _secret_shaped(m.group(1), kind) else []
+
+
+def _secret_shaped(token: str, kind: str) -> bool:
+    """A word that can be the rest of a secret of ``kind`` begun just before it."""
+    tok, _ = normalise(token.rstrip(".,;!?)"))
+    if kind in ("card", "iban", "bank_account"):
+        return False  # their checksums say where they end
+    return _random_token(tok) or (any(c.isdigit() for c in tok) and any(c.isalpha() for c in tok) and len(tok) >= 8
+                                  and not re.search(r"[.:/@]", tok)) or (
+        kind == "password" and _pw_value(tok) and not tok.isalpha() and len(tok) >= 6)
 
 
 def redact_texts(texts: Sequence[str], roles: Sequence[str] | None = None,

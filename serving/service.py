@@ -90,7 +90,7 @@ def forget_fact(deps: ApiDeps, user_id: str, fact_id: str, reason: str = "") -> 
     if f.retracted_at is not None:
         raise ApiError(409, "This fact is already retracted.", "already_retracted")
     try:
-        report = retract(deps.memory, user_id, fact_id=fact_id, reason=reason)
+        report = retract(deps.memory, user_id, fact_id=fact_id, reason=reason, redact=deps.redact)
     except ForgetError as e:  # retracted by a concurrent request between the check and the lock
         raise ApiError(409, "This fact was changed by a concurrent request; reload it and retry.",
                        "concurrent_modification") from e

@@ -122,12 +122,16 @@ def cmd_export(opts: ExportOptions) -> int:
 
 def cmd_import(opts: ImportOptions) -> int:
     from graph.portable import import_user, parse_lines
+    from induction.redact import redact_export
     from llmclients.embeddings import make_embedder
 
     with open(opts.file, encoding="utf-8") as fh:
         data = parse_lines(line.rstrip("\n") for line in fh)
-    dims = {len(v) for v in data.embeddings.values()}
     settings = opts.settings()
+    # secrets in the file are cut out before anything is written (induction/redact.py); the facts whose
+    # statement changed are embedded again from the redacted text
+    data, redacted = redact_export(data, settings.ingest.redact)
+    dims = {len(v) for v in data.embeddings.values()}
 
     def embed(texts: list[str]) -> list[list[float]]:  # only for facts exported without an embedding
         return [[float(x) for x in v] for v in make_embedder(settings.embedder).embed(texts)]
@@ -141,9 +145,12 @@ def cmd_import(opts: ImportOptions) -> int:
         store.close()
     u = data.snapshot.user_id
     out = {"user_id": u, "facts": len(cs.facts_create), "turns": len(cs.turns_create), "edits": len(cs.edits_upsert),
-           "version": cs.new_version, "replaced": bool(opts.replace), "merged": bool(opts.merge)}
+           "version": cs.new_version, "replaced": bool(opts.replace), "merged": bool(opts.merge),
+           "redacted": redacted}
     _print(opts, out, lambda: f"imported {u}: {out['facts']} facts, {out['turns']} turns, {out['edits']} edits "
-           f"(version {cs.new_version})")
+           f"(version {cs.new_version})" + (f"; secrets redacted before storage: {sum(redacted.values())} ("
+                                            + ", ".join(f"{k} {n}" for k, n in redacted.items()) + ")"
+                                            if redacted else ""))
     return 0
 
 

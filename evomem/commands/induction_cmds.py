@@ -171,11 +171,12 @@ def cmd_forget(opts: ForgetOptions) -> int:
     from induction.config import ForgetConfig
     from induction.forget import retract
 
-    mem = Memory.from_settings(opts.settings())
+    settings = opts.settings()
+    mem = Memory.from_settings(settings)
     cfg = ForgetConfig(**({"match_threshold": opts.threshold} if opts.threshold is not None else {}))
     try:
         rep = retract(mem, opts.user, fact_id=opts.fact, request=opts.request, reason=opts.reason, cfg=cfg,
-                      all_matches=opts.all_matches)
+                      all_matches=opts.all_matches, redact=settings.ingest.redact)
     finally:
         mem.close()
     _print(opts, rep.model_dump(mode="json"), lambda: "\n".join(
