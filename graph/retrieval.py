@@ -219,8 +219,12 @@ def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] 
             # store's neighbours otherwise displaced the seeds that mattered: MemSyco evidence rows)
             first = {s.fact_id for s in seeds}
             wide = cfg.model_copy(update={"k": cfg.k + len({f for f, _, _ in hits["neighbour"]} - first)})
-            seeds = fuse_routes(hits, wide, holder_of, index.facts, content_prior(index, holder_of, cfg))
-            seeds = [s if s.fact_id in first else s.model_copy(update={"window": True}) for s in seeds]
+            fused = fuse_routes(hits, wide, holder_of, index.facts, content_prior(index, holder_of, cfg))
+            got = {s.fact_id for s in fused}
+            # K means K: every first-pass seed stays a seed; the neighbour route's additions are flagged
+            # ``window`` and reported apart from the K seeds
+            seeds = ([s if s.fact_id in first else s.model_copy(update={"window": True}) for s in fused]
+                     + [s for s in seeds if s.fact_id not in got])
         ms["route_neighbour"] = (time.perf_counter() - t) * 1e3
     return seeds, ms
 

@@ -136,6 +136,11 @@ class RelationModelConfig(_Cfg):
                                                    "actually, a common myth, studies show…), and replaces its own earlier "
                                                    "line only then; a document disputes on the model's word. Off: any "
                                                    "claim of the assistant may.")
+    model_overrides_cues: float = Field(default=0.9, ge=0.0, le=1.0, description="P(conflicts_with) at/above which the "
+                                       "model's word alone is enough: the cue gates assistant_disputes_on_correction and "
+                                       "conflict_needs_contrast stand only below it (a belief met by evidence in free "
+                                       "phrasing, a person's own report that contradicts a constraint without 'not'); "
+                                       "graph.rules.may_conflict still disposes. 1.0: the gates always stand.")
     conflict_needs_contrast: bool = Field(default=True, description="A conflict between two statements of one "
                                           "person needs opposite polarity or a newer statement that itself turns "
                                           "against something (graph.rules.reverses); restatements are not conflicts.")

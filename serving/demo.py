@@ -35,18 +35,32 @@ def run_demo_answers(memory: Memory, history_requests: Iterable[Mapping[str, Any
         out(f"answer model: {engine.name} loaded in {time.perf_counter() - t0:.1f}s"
             + (f" (first run: converted the GGUF in {engine.converted_seconds:.1f}s)" if engine.converted_seconds else ""))
         answer_model = engine
+        note = (" — a 135M model that shows the plumbing (memory -> Reasoning State -> answer), not answer quality; "
+                "its text may contradict the memory above. `evomem demo --answer-url URL --answer-model NAME` uses a "
+                "real answer model")
+    else:
+        note = ""
     pipe = AnswerPipeline(memory, policy or RulePolicy(), answer_model,
                           config or PipelineConfig(k=4, max_answer_tokens=64))
     results = []
     for req in history_requests:
         res = pipe.answer(req["user_id"], req["request"])
         results.append(res)
-        out(res.describe())
+        out(res.describe(answer_note=note))
         if "needs" in req:
-            missed = state_misses(req, res)
-            out("  state check: " + ("names the facts this request turns on" if not missed else "; ".join(missed)))
+            out(state_check_line(req, res))
         out("")
     return results
+
+
+def state_check_line(request: Mapping[str, Any], result: AnswerResult) -> str:
+    """One plain line: what the check looked at (the Reasoning State, not the answer text), and whether it passed."""
+    needs = StateNeeds.model_validate(request.get("needs") or {})
+    missed = state_misses(request, result)
+    what = ("does the Reasoning State use " + ", ".join(repr(t) for t in needs.use)
+            + (" and keep " + ", ".join(repr(t) for t in needs.not_first) + " below them" if needs.not_first else "")
+            + "? (the state only; the answer text is not checked)")
+    return f"  state check — {what}: " + ("PASSED" if not missed else "FAILED: " + "; ".join(missed))
 
 
 def state_misses(request: Mapping[str, Any], result: AnswerResult) -> list[str]:

@@ -186,14 +186,15 @@ class AnswerResult(BaseModel):
                                    "answer_completion.")
     finish_reason: str | None = None
 
-    def describe(self, state_line: Callable[[Any], str] | None = None) -> str:
+    def describe(self, state_line: Callable[[Any], str] | None = None, answer_note: str = "") -> str:
+        """Human-readable; ``answer_note`` is written after the answer model's name (what kind of model it is)."""
         lines = [f"[{self.user_id}] {self.request}", "  evidence:"]
         for e in self.evidence:
             lines.append(f"    {e.alias:<4}{'seed' if e.seed else 'trav'} {e.validity:<11}{e.statement}"
                          + (f"  scope={e.scope}" if e.scope else "") + (f"  ({'; '.join(e.relations)})" if e.relations else ""))
         lines.append(f"  reasoning state ({self.policy}" + (f"; {self.policy_fallback}" if self.policy_fallback else "") + "):")
         lines += [f"    {ln}" for ln in (self.reasoning_state or "(none)").splitlines()]
-        lines.append(f"  answer ({self.answer_model}):")
+        lines.append(f"  answer ({self.answer_model}{answer_note}):")
         lines += [f"    {ln}" for ln in (self.answer or "(not generated)").splitlines()]
         lines.append("  timings ms: " + ", ".join(f"{k} {v:.1f}" for k, v in self.timings_ms.items()))
         return "\n".join(lines)

@@ -60,18 +60,19 @@ def test_fit_is_deterministic_learns_and_round_trips(tmp_path: Path, hidden: int
 
 
 class _Always(RelationModel):
-    """A stand-in model that proposes one label with certainty for every pair."""
+    """A stand-in model that proposes one label for every pair, with ``p`` (by default confident, but below
+    ``model_overrides_cues``: the cue gates decide)."""
 
-    def __init__(self, label: str):
+    def __init__(self, label: str, p: float = 0.85):
         super().__init__(mean=np.zeros(len(STRUCT_NAMES), np.float32), std=np.ones(len(STRUCT_NAMES), np.float32),
                          W2=np.zeros((len(STRUCT_NAMES), 4), np.float32), b2=np.zeros(4, np.float32),
                          manifest={"labels": list(LABELS), "config": {"pair_embedding": False}})
-        self.label = label
+        self.label, self.p = label, p
 
     def predict_proba(self, X: np.ndarray) -> np.ndarray:
         P = np.zeros((len(X), len(LABELS)), dtype=np.float32)
-        P[:, LABELS.index(self.label)] = 0.95
-        P[:, 0] += 0.05
+        P[:, LABELS.index(self.label)] = self.p
+        P[:, 0] += 1.0 - self.p
         return P
 
 
@@ -168,6 +169,30 @@ def test_one_persons_two_statements_conflict_only_when_they_oppose() -> None:
     assert adj.adjudicate(_resolution(opposite, old), Snapshot(user_id="u")).decisions[0].conflicts_with == ["old"]
     off = ModelAdjudicator(_Always("conflicts_with"), HashEmbedder(8), RelationModelConfig(conflict_needs_contrast=False))
     assert off.adjudicate(_resolution(more, old), Snapshot(user_id="u")).decisions[0].conflicts_with == ["old"]
+
+
+def test_a_confident_model_overrides_the_cue_gates_but_not_the_rules() -> None:
+    """At P(conflicts_with) >= model_overrides_cues the model's word stands without a cue word: outside evidence in
+    free phrasing ("Astronauts have reported…", no "actually") disputes a belief, and a person's own report that
+    contradicts a constraint without "not" ("ate it all week and felt fine") conflicts with it. What the ontology
+    allows (graph.rules.may_conflict) and the no-state / instruction checks still dispose."""
+    sure = ModelAdjudicator(_Always("conflicts_with", p=0.95), HashEmbedder(8), RelationModelConfig())
+    belief = [_fact("old", "I think plain HTTP is fine for my app.", "belief")]
+    plain = _cand("new", "assistant: Plain HTTP exposes every password sent over it.", "belief", "assistant", seq=2)
+    assert sure.adjudicate(_resolution(plain, belief), Snapshot(user_id="u")).decisions[0].conflicts_with == ["old"]
+    allergy = [_fact("old", "I'm allergic to sesame.", "constraint")]
+    ate = _cand("new", "I ate sesame bread all week and felt great.", "experience", seq=2, cues=())
+    assert sure.adjudicate(_resolution(ate, allergy), Snapshot(user_id="u")).decisions[0].conflicts_with == ["old"]
+    # below the bar the gates decide, and 1.0 keeps them always
+    unsure = ModelAdjudicator(_Always("conflicts_with", p=0.85), HashEmbedder(8), RelationModelConfig())
+    assert unsure.adjudicate(_resolution(ate, allergy), Snapshot(user_id="u")).decisions[0].conflicts_with == []
+    never = ModelAdjudicator(_Always("conflicts_with", p=0.95), HashEmbedder(8), RelationModelConfig(model_overrides_cues=1.0))
+    assert never.adjudicate(_resolution(plain, belief), Snapshot(user_id="u")).decisions[0].conflicts_with == []
+    # the rules still dispose: an instruction claims nothing, a circumstance is not disputed by evidence
+    step = _cand("new", "assistant: Data in Transit: Use TLS/SSL encryption for all data.", "belief", "assistant", seq=2)
+    assert sure.adjudicate(_resolution(step, belief), Snapshot(user_id="u")).decisions[0].conflicts_with == []
+    does = [_fact("old", "I run my app over plain HTTP.", "circumstance")]
+    assert sure.adjudicate(_resolution(plain, does), Snapshot(user_id="u")).decisions[0].conflicts_with == []
 
 
 class _Graded(_Always):
@@ -384,7 +409,7 @@ def test_duplicates_need_the_same_holder_and_superseded_facts_are_not_candidates
     keep = ModelAdjudicator(_Always("duplicate"), HashEmbedder(8), RelationModelConfig())
     assert keep.adjudicate(_resolution(c, [_fact("old", "I love jazz!", "preference")]),
                            Snapshot(user_id="u")).decisions[0].label == "new"
-    adj = ModelAdjudicator(_Always("duplicate"), HashEmbedder(8), RelationModelConfig(duplicate_threshold=0.9))
+    adj = ModelAdjudicator(_Always("duplicate", p=0.95), HashEmbedder(8), RelationModelConfig(duplicate_threshold=0.9))
     d = adj.adjudicate(_resolution(c, [_fact("old", "I love jazz!", "preference")]), Snapshot(user_id="u")).decisions[0]
     assert d.label == "duplicate" and d.duplicate_of == "old"
     other = adj.adjudicate(_resolution(c, [_fact("old", "I love jazz!", "preference", "Ann")]), Snapshot(user_id="u"))

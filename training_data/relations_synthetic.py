@@ -5,7 +5,11 @@ gives the label). Families, all from the issue: an update stated directly; an up
 changed circumstance; an experience later outgrown; the user against outside evidence (the assistant
 or a retrieved document); a scoped preference next to a different situation; another person's
 preference; a restatement (duplicate); an old preference restated after it was replaced (must not
-flip the newer one back); unrelated additions on the same topic. Fillers add ordinary chatter.
+flip the newer one back); unrelated additions on the same topic; a person's own later report that
+contradicts a stated constraint without "not" (doing it, without trouble) beside its look-alike that
+respects the constraint; a claim about the world against outside evidence in free phrasing beside a true
+claim the evidence builds on. Fillers add ordinary chatter. No sentence is taken from a benchmark or from
+the shipped example history.
 """
 
 from __future__ import annotations
@@ -67,6 +71,53 @@ SELF_CONTRA = ("I can't stand {a}.", "I don't really care for {a}.")
 RESTATE = ("{A} is still one of my favourite things.", "I still really love {a}.")
 OLD_RESTATED = ("I used to love {a} back in college.", "Back then I was really into {a}.")
 ADD = ("I also enjoy {c}.", "Besides that, I like {c} too.")
+
+# A person's own later statement that contradicts a stated constraint without "not"/"never": doing the very
+# thing, without trouble. And its look-alike: a later report that respects the constraint (unrelated).
+LIMITS = ("shellfish", "gluten", "dairy", "strawberries", "sesame", "eggs", "soy", "kiwi", "almonds", "mushrooms")
+LIMIT_SAID = ("I'm allergic to {x}, please remember that.", "I can't have {x} at all, it makes me really sick.",
+              "Just so you know, I react badly to {x}.", "{X} is completely off limits for me, doctor's orders.",
+              "I have a pretty serious intolerance to {x}.", "Heads up: my body can't handle {x}.")
+LIMIT_BROKEN = ("Had food with loads of {x} at a wedding on Saturday and I was perfectly fine.",
+                "I ate {x} three days in a row this week, no reaction at all.",
+                "Tried a dish full of {x} at my cousin's place and it didn't bother me one bit.",
+                "Funny thing, I've been eating {x} every lunch lately without any problems.",
+                "Went to a {x} tasting yesterday and felt great afterwards.",
+                "My aunt made her {x} special and I had two helpings, felt totally okay.")
+LIMIT_KEPT = ("At the wedding I asked for the {x}-free menu and the chef was lovely about it.",
+              "I skipped the {x} dishes at the buffet and filled up on salad.",
+              "I found a bakery that makes everything without {x}, which is a relief.",
+              "I checked every label for {x} at the supermarket today.",
+              "My cousin cooked a special meal that left out the {x} for me.")
+MOVES = ("running", "heavy lifting", "skiing", "long bike rides", "climbing", "football")
+MOVE_SAID = ("My back is wrecked, so {x} is out of the question for me.", "The physio banned {x} until my knee heals.",
+             "I can't do {x} anymore because of my hip.")
+MOVE_BROKEN = ("I did {x} three times this week and my body felt great.", "Spent Sunday doing {x} for hours, felt fine after.",
+               "Went back to {x} with friends yesterday, no pain whatsoever.")
+MOVE_KEPT = ("I swapped {x} for gentle swimming this month.", "My friends went {x} and I cheered from the café.",
+             "I've been doing the physio's stretches instead of {x}.")
+# A person's claim about the world, and outside evidence against it in free phrasing (no "actually", no
+# "studies show" needed); and a true claim the evidence builds on (unrelated).
+MYTHS = (("bats are completely blind", "Bats can see fairly well, and many species also navigate by echolocation."),
+         ("goldfish forget everything after three seconds", "Goldfish trained in experiments remembered feeding cues for months."),
+         ("lightning never strikes the same spot twice", "Tall towers get hit by lightning dozens of times every year."),
+         ("people only use ten percent of their brains", "Brain scans show activity across nearly every region of the brain."),
+         ("bulls charge because the cape is red", "Bulls can't tell red from green; the cape's movement is what provokes them."),
+         ("sugar makes children hyperactive", "Controlled trials found no change in children's behaviour after they ate sugar."),
+         ("cracking your knuckles causes arthritis", "Long-term comparisons found no more arthritis in people who crack their knuckles."),
+         ("most body heat escapes through the head", "The head loses heat at about the same rate as any other uncovered skin."),
+         ("Napoleon was unusually short", "Records put Napoleon at about average height for a Frenchman of his era."),
+         ("camels store water in their humps", "A camel's humps hold fat, which it burns for energy on long treks."),
+         ("ostriches bury their heads in the sand", "Zoologists have never observed an ostrich hiding its head in sand."),
+         ("the tongue has separate zones for each taste", "Taste receptors for every basic taste are spread over the whole tongue."))
+TRUTHS = (("octopuses have three hearts", "Two of an octopus's hearts pump blood through the gills and one through the body."),
+          ("honey can keep for decades", "Sealed jars of honey have stayed edible for a very long time."),
+          ("Venus spins in the opposite direction to Earth", "On Venus the sun rises in the west because of that backwards spin."),
+          ("sharks existed before trees", "Shark fossils are older than the earliest known forests."))
+CLAIM_SAID = ("Fun fact I love sharing: {c}.", "My grandpa always told me {c}, and I believe it.", "I've always thought {c}.",
+              "I read ages ago that {c}, and it stuck with me.", "Pretty sure {c}, everybody knows that.")
+EVIDENCE_SAID = ("{E}", "Researchers who looked into it report that {e}", "Field observations show that {e}",
+                 "From what has been measured, {e}")
 
 
 @dataclass(frozen=True)
@@ -147,6 +198,23 @@ def make_dialogue(rng: random.Random, n: int, family: str) -> SyntheticDialogue:
         k = say("user", _fill(rng.choice(OLD_RESTATED), a=a))
         rel[(j, i)] = "supersedes"
         rel[(k, j)] = "unrelated"
+    elif family in ("self_contradiction", "self_consistent"):
+        food = rng.random() < 0.65
+        x = rng.choice(LIMITS if food else MOVES)
+        i = say("user", _fill(rng.choice(LIMIT_SAID if food else MOVE_SAID), x=x))
+        if rng.random() < 0.5:
+            say("user", _fill(rng.choice(LIKE), a=a))
+        if family == "self_contradiction":
+            j = say("user", _fill(rng.choice(LIMIT_BROKEN if food else MOVE_BROKEN), x=x))
+            rel[(j, i)] = "conflicts_with"
+        else:
+            say("user", _fill(rng.choice(LIMIT_KEPT if food else MOVE_KEPT), x=x))
+    elif family in ("belief_evidence", "belief_agreed"):
+        claim, ev = rng.choice(MYTHS if family == "belief_evidence" else TRUTHS)
+        i = say("user", _fill(rng.choice(CLAIM_SAID), c=claim))
+        j = say("assistant", rng.choice(EVIDENCE_SAID).replace("{E}", ev).replace("{e}", ev[:1].lower() + ev[1:]))
+        if family == "belief_evidence":
+            rel[(j, i)] = "conflicts_with"
     else:  # additive
         say("user", _fill(rng.choice(LIKE), a=a))
         say("user", _fill(rng.choice(ADD), c=c))
@@ -156,7 +224,8 @@ def make_dialogue(rng: random.Random, n: int, family: str) -> SyntheticDialogue:
 
 
 FAMILIES = ("direct_update", "implied_update", "experience_outgrown", "evidence_conflict", "evidence_first", "scoped",
-            "other_person", "restated", "old_restated", "additive")
+            "other_person", "restated", "old_restated", "additive", "self_contradiction", "self_consistent",
+            "belief_evidence", "belief_agreed")
 
 
 def synthetic_dialogues(n: int, seed: int) -> list[SyntheticDialogue]:

@@ -203,13 +203,17 @@ class ModelAdjudicator:
                              retrospective=bool(PAST_STATE.search(new.statement)),
                              partner_change=[v.change for v in views], evidenced=said,
                              stateful=[may_replace(new.statement, v.statement) for v in views],
-                             person_ok=[_can_dispute(c.holder, new.statement, stateful, fix)
-                                        and _can_dispute(v.holder, v.statement, None, fix)
-                                        # one person's two statements conflict only if they oppose each other:
-                                        # in BEAM's long turns some sentence always says "but", so the new
-                                        # statement's own words must turn against something
-                                        and (v.holder != c.holder or not cfg.conflict_needs_contrast
-                                             or own_rev or new.negation != v.negation) for v in views])
+                             # questions, responses and instructions never dispute anything
+                             person_ok=[_can_dispute(c.holder, new.statement, stateful)
+                                        and _can_dispute(v.holder, v.statement) for v in views],
+                             # the cue gates, which a confident model overrides (model_overrides_cues)
+                             cue_ok=[_can_dispute(c.holder, new.statement, stateful, fix)
+                                     and _can_dispute(v.holder, v.statement, None, fix)
+                                     # one person's two statements conflict only if they oppose each other:
+                                     # in BEAM's long turns some sentence always says "but", so the new
+                                     # statement's own words must turn against something
+                                     and (v.holder != c.holder or not cfg.conflict_needs_contrast
+                                          or own_rev or new.negation != v.negation) for v in views])
                 if d.supersedes and cfg.supersede_turn and (rev or not cfg.turn_needs_reversal):
                     self._whole_turns(d, c.kind, c.holder, turns, closed, kinds, by_id, res,
                                       np.asarray(r.embedding, dtype=np.float32), own_change=own, topics=topics)
@@ -224,7 +228,7 @@ class ModelAdjudicator:
     def _decide(self, d: Decision, kind: str, certain: bool, holder: str, cands: list[Neighbour], P: np.ndarray,
                 res: Resolution, by_id: dict[str, ResolvedFact], kinds: dict[str, str], retrospective: bool = False,
                 partner_change: Sequence[bool] = (), evidenced: Sequence[bool] = (), stateful: Sequence[bool] = (),
-                person_ok: Sequence[bool] = ()) -> None:
+                person_ok: Sequence[bool] = (), cue_ok: Sequence[bool] = ()) -> None:
         cfg = self.cfg
 
         def info(fid: str) -> tuple[str, str]:
@@ -275,7 +279,8 @@ class ModelAdjudicator:
             d.supersedes = sup
             d.reason = f"model: supersedes (p={float(P[order[0], SUP]):.2f})"
         k = int(np.argmax(P[:, CONF]))
-        if cands[k].fact_id not in sup and (not person_ok or person_ok[k]):
+        sure = cfg.model_overrides_cues < 1.0 and P[k, CONF] >= cfg.model_overrides_cues  # its word stands alone
+        if cands[k].fact_id not in sup and (not person_ok or person_ok[k]) and (not cue_ok or cue_ok[k] or sure):
             okind, oholder = info(cands[k].fact_id)
             bar = cfg.same_holder_conflict_threshold if oholder == holder else cfg.conflict_threshold
             if P[k, CONF] >= bar and may_conflict(kind, okind, holder, oholder):

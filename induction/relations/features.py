@@ -45,6 +45,17 @@ _TURN_SHIFT = re.compile(r"\b(?:no longer|any ?more|from now on|these days|nowad
                          r"(?:focus|perspective|approach)|used to|changed my)\b", re.I)
 
 
+# An outcome that went fine ("felt totally fine", "no reaction", "didn't bother me at all"): beside a stated
+# constraint on the same thing, a later report of doing it without trouble contradicts the constraint
+# without any "not" in it. A feature the model weighs (synthetic self_contradiction / self_consistent
+# families), not a decision.
+FINE_OUTCOME = re.compile(r"\b(?:felt|feel|was|were|been|turned out|came out|went)\s+(?:totally |completely |perfectly |"
+                          r"absolutely |just )?(?:fine|ok|okay|great|good|normal|alright|all right)\b|"
+                          r"\bno (?:problems?|issues?|reaction|symptoms?|trouble|side effects?)\b|\bwithout (?:any |a )?"
+                          r"(?:problems?|issues?|reaction|trouble|symptoms?|side effects?)\b|\b(?:didn't|did not|doesn't|"
+                          r"does not) (?:bother|affect|hurt) me\b|\bnothing happened\b", re.I)
+
+
 @lru_cache(maxsize=65536)
 def turn_shift(statement: str) -> bool:
     """Does this sentence say that something changed (the turn-level cue of ``FactView.turn_change``)?"""
@@ -122,11 +133,11 @@ def _side(f: FactView) -> tuple[float, ...]:
             float(f.change), float(f.negation), float(f.scoped), float(bool(PREFERENCE.search(s))),
             float(bool(PAST_STATE.search(s))), float(bool(_CONTRAST.search(s))), float(bool(_NOW.search(s))),
             min(3.0, float(len(EVIDENCE_CUE.findall(s)))), float(f.turn_change or f.change),
-            float(not holds_state(f.statement)))
+            float(not holds_state(f.statement)), float(bool(FINE_OUTCOME.search(s))))
 
 
 _SIDE_NAMES = ["user", "evidence", *[f"kind_{k}" for k in KINDS], "change", "negation", "scoped", "pref_cue",
-               "past_state_cue", "contrast_cue", "now_cue", "evidence_cues", "turn_change", "no_state"]
+               "past_state_cue", "contrast_cue", "now_cue", "evidence_cues", "turn_change", "no_state", "fine_outcome"]
 STRUCT_NAMES: tuple[str, ...] = (
     "sim", "sim2", "rank_frac", "same_holder", "same_kind", "neg_xor", "same_concept", "near_concept", "in_session",
     "word_jaccard", "name_overlap", "name_new_only", "turn_sim", "turn_rank_frac", "turn_top",
