@@ -46,7 +46,8 @@ T0 = datetime(2023, 1, 1, tzinfo=timezone.utc)
 def session(rng: np.random.Generator, u: str, s: int, n_facts: int, first: bool) -> EditBatch:
     """One session: n_facts/2 turns, two facts per turn, a few supersedes of the session's own facts."""
     at = T0 + timedelta(hours=s)
-    turns, edits = [], []
+    turns: list[Turn] = []
+    edits: list[Any] = []
     if first:
         edits.append(CreateConcept(concept_id=f"{u}:c", name="everything"))
     ids = []
@@ -79,8 +80,8 @@ def run_size(n: int, sessions: int, per_session: int, seed: int) -> dict[str, An
     u = f"user{n}"
     t = time.perf_counter()
     history = [session(rng, u, 0, n, True)]
-    for b in history:  # the history in one commit (the load is not what is measured here)
-        emb = mem._with_embeddings(b)
+    for h in history:  # the history in one commit (the load is not what is measured here)
+        emb = mem._with_embeddings(h)
         _, cs = apply_batch(store.load_snapshot(u), emb)
         store.commit(cs)
     load_s = time.perf_counter() - t
@@ -95,9 +96,9 @@ def run_size(n: int, sessions: int, per_session: int, seed: int) -> dict[str, An
         out["commit"].append((time.perf_counter() - t) * 1e3)
         q = " ".join(rng.choice(VOCAB, size=3))
         t = time.perf_counter()
-        b = mem.retrieve(u, q)
+        got = mem.retrieve(u, q)
         out["first"].append((time.perf_counter() - t) * 1e3)
-        out["update"].append(b.explain.timings_ms["index"])
+        out["update"].append(got.explain.timings_ms["index"])
         t = time.perf_counter()
         mem.retrieve(u, q)
         out["steady"].append((time.perf_counter() - t) * 1e3)

@@ -150,3 +150,22 @@ def test_text_index_scores_are_bm25s_to_the_bit(seed: int) -> None:
     assert ix is not None and TextIndex(docs[:5]).extend(["x"]) is not None
     older = TextIndex(docs[:5])
     assert older.extend(["a"]) is not None and older.extend(["b"]) is None  # only the newest version extends
+
+
+def test_tie_order_values_sort_as_the_keys_whatever_the_append_order() -> None:
+    """``Order``: rows appended in any key order get values that sort as their keys; a run of keys into
+    one gap (here 80 halvings) renumbers instead of colliding."""
+    from graph.routes.model import Order
+
+    rng = random.Random(1)
+    keys = [f"f{rng.randrange(10**6):06d}" for _ in range(50)]
+    order = Order(keys[:10])
+    for cut in range(12, 51, 2):
+        order = order.add(keys[cut - 2:cut], keys[:cut])  # in row order, not key order
+        vals = order.values
+        assert len(vals) == cut and sorted(range(cut), key=lambda r: vals[r]) == sorted(range(cut), key=lambda r: keys[r])
+    squeeze = ["a", "b"] + ["a" + "0" * k + "1" for k in range(80, 0, -1)]  # each new key just above "a"
+    grown = Order(squeeze[:2])
+    for k in range(2, len(squeeze)):
+        grown = grown.add([squeeze[k]], squeeze[:k + 1])
+    assert sorted(range(len(squeeze)), key=lambda r: grown.values[r]) == sorted(range(len(squeeze)), key=lambda r: squeeze[r])

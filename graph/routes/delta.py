@@ -24,12 +24,13 @@ import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
 from graph.models import Fact, Relation, as_utc
 from graph.routes.clusters import centroids, leader_kmeans
-from graph.routes.model import ConceptPaths, Embed, Memo, RouteIndex, entities_of, fact_time, retrieval_text, turn_recency
+from graph.routes.model import ConceptPaths, Embed, Memo, Order, RouteIndex, entities_of, fact_time, retrieval_text, turn_recency
 from graph.routes.textindex import Grow
 from graph.rules import EVIDENCE_HOLDERS, standing_instruction
 from graph.snapshot import ChangeSet
@@ -225,8 +226,15 @@ def extend_index(base: RouteIndex, changes: Sequence[ChangeSet], token: str, emb
                                                   if facts[i].holder not in EVIDENCE_HOLDERS
                                                   and standing_instruction(facts[i].statement)],
         turn_place=base.turn_place + place, turn_at=turn_at, turn_index=turn_index, turn_key=turn_key,
-        turn_said=turn_said, version=changes[-1].new_version, concepts=concepts, parent=parent, grow=grow,
+        turn_said=turn_said, forder=_order(base.forder, new_ids, ids), torder=_order(base.torder, turn_key[t0:], turn_key),
+        version=changes[-1].new_version, concepts=concepts, parent=parent, grow=grow,
         clustered=clustered, _information={})
+
+
+def _order(old: Order | None, new: Sequence[Any], every: Sequence[Any]) -> Order:
+    if old is None:
+        return Order(every)
+    return old.add(new, every) if new else old
 
 
 def _seconds(f: Fact) -> float:

@@ -31,7 +31,7 @@ import numpy as np
 from graph.models import Relation, as_utc
 from graph.routes.clusters import centroids, leader_kmeans
 from graph.routes.delta import extend_index, extensible
-from graph.routes.model import Embed, Memo, RouteIndex, TurnKey, turn_recency
+from graph.routes.model import Embed, Memo, Order, RouteIndex, TurnKey, turn_recency
 from graph.routes.model import ConceptPaths, fact_time, retrieval_text
 from graph.routes.model import InformationMeasure as InformationMeasure
 from graph.routes.model import entities_of as entities_of
@@ -124,6 +124,7 @@ def build_index(snap: Snapshot | None, turns: Sequence[tuple[str, str, str]], to
                       turn_place=place, turn_at={p: n for n, p in enumerate(place) if p is not None},
                       turn_index={t[0]: n for n, t in enumerate(turns)}, turn_key=[keys[t[0]] for t in turns],
                       turn_said=[(turn_when or {}).get(t[0], (None, 0))[0] for t in turns],
+                      forder=Order(ids), torder=Order([keys[t[0]] for t in turns]),
                       version=snap.version, concepts=concepts, parent=parent, grow=grow, clustered=len(ids))
 
 
@@ -265,12 +266,13 @@ class RouteIndexCache:
         return out
 
     def warm(self, store: GraphStore, user_id: str) -> Future[None]:
-        """Rebuild the user's index in the background (one worker), so the first request after a commit
-        finds it built: building embeds the new facts' retrieval texts and turns and re-clusters every
-        fact, which cost the first BEAM request after ingestion about 7 s on 2 cores
-        (bench/first_request.py). A request that comes during the build waits for it (``get`` builds
-        under a per-user lock and re-checks the cache), never builds twice. Rebuilds queued for one user
-        collapse into one, which reads the latest version."""
+        """Bring the user's index to the latest version in the background (one worker), so the first
+        request after a commit finds it ready: extended by the commit's ChangeSet where the store reported
+        it (graph/routes/delta.py), else rebuilt, which embeds the new texts and re-clusters every fact
+        (about 7 s for the first BEAM request after ingestion on 2 cores, bench/first_request.py). A
+        request that comes during the build waits for it (``get`` builds under a per-user lock and
+        re-checks the cache), never builds twice. Builds queued for one user collapse into one, which
+        reads the latest version."""
         with self._lock:
             queued = self._queued.get(user_id)
             if queued is not None:

@@ -13,12 +13,13 @@ the name pulls one speaker's facts together (docs/design-notes.md §14).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -81,9 +82,17 @@ class ConceptPaths(Mapping[str, tuple[str, ...]]):
 
     def __init__(self, concept_of: Mapping[str, str], concepts: Mapping[str, Concept], parent: Mapping[str, str]):
         self.concept_of, self.concepts, self.parent = concept_of, concepts, parent
+        self._seen: dict[str, tuple[str, ...]] = {}  # concept id -> path (a new version has its own)
 
     def __getitem__(self, fact_id: str) -> tuple[str, ...]:
-        return _path(self.concepts, self.parent, self.concept_of[fact_id])
+        c = self.concept_of[fact_id]
+        got = self._seen.get(c)
+        if got is None:
+            got = self._seen[c] = _path(self.concepts, self.parent, c)
+        return got
+
+    def __contains__(self, fact_id: object) -> bool:
+        return fact_id in self.concept_of
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.concept_of)
@@ -144,6 +153,10 @@ class RouteIndex:
     # Per turn_ids entry: (session id, position, turn id), the order ties between turns are broken in.
     turn_key: list[TurnKey] = field(default_factory=list)
     turn_said: list[datetime | None] = field(default_factory=list)  # per turn_ids entry: when it was said
+    # Tie order as numbers: per row (per turn) a value that sorts as its fact id (turn key) does, so a
+    # route breaks ties in numpy (graph/routes/rank.py: _top); kept by ``Order`` as rows are appended.
+    forder: Order | None = None
+    torder: Order | None = None
     # What graph/routes/delta.py extends: the snapshot version this index is at, the concept tree, the
     # shared append-only buffers behind fmat/tmat/times, and how many rows the clusters were induced from.
     version: int = -1
@@ -165,6 +178,43 @@ class RouteIndex:
             if len(got):  # as a share of this user's median fact: IDF scales with how many facts there are
                 got /= max(float(np.median(got)), 1e-9)
             self._information[measure] = got
+        return got
+
+
+class Order:
+    """Per row, a float that sorts as the row's key does (fact id, turn key), for rows appended in any
+    key order: a new key takes the midpoint of its neighbours' values (all renumbered when a gap runs
+    out). ``values`` is the per-row array; ``add`` returns a new Order (this one is left as it was)."""
+
+    def __init__(self, keys: Sequence[Any]) -> None:
+        rank = sorted(range(len(keys)), key=lambda r: keys[r])
+        self.keys = [keys[r] for r in rank]  # sorted
+        self.vals = [float(v) for v in range(len(keys))]  # value of each sorted key
+        per_row = np.empty(len(keys))
+        per_row[rank] = self.vals
+        self.grow = Grow(per_row)
+        self.values: np.ndarray = self.grow.view()
+
+    def add(self, new: Sequence[Any], every: Sequence[Any]) -> Order:
+        """This order with rows for ``new`` appended; ``every`` (all rows' keys, new ones last) is read
+        only if the values must be renumbered."""
+        keys, vals = list(self.keys), list(self.vals)
+        out: list[float] = []
+        for k in new:
+            pos = bisect.bisect_left(keys, k)
+            lo = vals[pos - 1] if pos else (vals[0] - 2.0 if vals else -1.0)
+            hi = vals[pos] if pos < len(vals) else lo + 2.0
+            v = (lo + hi) / 2
+            if not lo < v < hi:
+                return Order(every)
+            keys.insert(pos, k)
+            vals.insert(pos, v)
+            out.append(v)
+        got = Order.__new__(Order)
+        got.keys, got.vals = keys, vals
+        got.grow = self.grow if self.grow.n == len(self.values) else Grow(self.values)
+        got.grow.append(np.asarray(out, dtype=np.float64))
+        got.values = got.grow.view(len(self.values) + len(out))
         return got
 
 

@@ -24,13 +24,14 @@ that turn's rank). ``allowed`` (a boolean row mask, or None) hides facts outside
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Literal
 
 import numpy as np
 
 from graph.routes.context import Referent, context_hits, resolve
 from graph.routes.index import RouteIndex, entities_of
+from graph.routes.model import Order
 from graph.routes.timeq import time_window
 
 RouteName = Literal["fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "entity", "time", "context",
@@ -55,19 +56,20 @@ Hit = tuple[str, float, int]
 Mask = np.ndarray | None
 
 
-def _top(scores: np.ndarray, n: int, key: Sequence[Any] | None = None) -> np.ndarray:
-    """Indices of the n largest finite scores, best first; ties by ``key`` (a fact's id, a turn's place:
-    the same order whatever row it sits in, graph/routes/delta.py), else by index."""
+def _top(scores: np.ndarray, n: int, order: Order | None = None) -> np.ndarray:
+    """Indices of the n largest finite scores, best first; ties by ``order`` (a fact's id, a turn's
+    place: the same order whatever row it sits in, graph/routes/delta.py), else by index."""
     ok = np.flatnonzero(np.isfinite(scores))
     if not len(ok) or n <= 0:
         return ok[:0]
     n = min(n, len(ok))
     sub = scores[ok]
     part = ok[np.argpartition(-sub, n - 1)[:n]]
-    if key is None:
+    if order is None:
         return part[np.lexsort((part, -scores[part]))]
-    cand = ok[sub >= scores[part].min()]  # every tie at the cut, so the key decides which stay
-    return np.asarray(sorted(cand.tolist(), key=lambda r: (-float(scores[r]), key[r]))[:n], dtype=np.int64)
+    cand = ok[sub >= scores[part].min()]  # every tie at the cut, so the order decides which stay
+    out: np.ndarray = cand[np.lexsort((order.values[cand], -scores[cand]))][:n]
+    return out
 
 
 def _sparse(rows: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
@@ -105,7 +107,7 @@ class RouteContext:
         return self._fsims
 
     def _rank_rows(self, rows: np.ndarray, key: np.ndarray) -> list[Hit]:
-        order = _top(_sparse(rows, key[rows], len(key)), self.n, self.idx.ids)
+        order = _top(_sparse(rows, key[rows], len(key)), self.n, self.idx.forder)
         return [(self.idx.ids[r], float(key[r]), k) for k, r in enumerate(order, start=1)]
 
     def _ok(self, rows: list[int] | np.ndarray) -> np.ndarray:
@@ -117,13 +119,13 @@ class RouteContext:
         if s is None:
             return []
         s = _masked(s, self.allowed)
-        return [(self.idx.ids[r], float(s[r]), k) for k, r in enumerate(_top(s, self.n, self.idx.ids), start=1)]
+        return [(self.idx.ids[r], float(s[r]), k) for k, r in enumerate(_top(s, self.n, self.idx.forder), start=1)]
 
     def fact_bm25(self) -> list[Hit]:
         rows, sc = self.idx.fbm25.scores(self.query)
         keep = sc > 0 if self.allowed is None else (sc > 0) & self.allowed[rows]
         full = _sparse(rows[keep], sc[keep], len(self.idx.ids))
-        return [(self.idx.ids[r], float(full[r]), k) for k, r in enumerate(_top(full, self.n, self.idx.ids), start=1)]
+        return [(self.idx.ids[r], float(full[r]), k) for k, r in enumerate(_top(full, self.n, self.idx.forder), start=1)]
 
     def _turns_to_facts(self, ranked: list[tuple[int, float]]) -> list[Hit]:
         out: list[Hit] = []
@@ -149,13 +151,13 @@ class RouteContext:
         if self.qv is None or self.idx.tmat is None:
             return []
         s = self.idx.tmat @ self.qv
-        return self._turns_to_facts([(int(t), float(s[t])) for t in _top(s, self.n, self.idx.turn_key)])
+        return self._turns_to_facts([(int(t), float(s[t])) for t in _top(s, self.n, self.idx.torder)])
 
     def turn_bm25(self) -> list[Hit]:
         rows, sc = self.idx.tbm25.scores(self.query)
         keep = sc > 0
         full = _sparse(rows[keep], sc[keep], len(self.idx.turn_ids))
-        return self._turns_to_facts([(int(t), float(full[t])) for t in _top(full, self.n, self.idx.turn_key)])
+        return self._turns_to_facts([(int(t), float(full[t])) for t in _top(full, self.n, self.idx.torder)])
 
     def _by_cosine(self, rows: np.ndarray, bonus: np.ndarray | None = None) -> list[Hit]:
         rows = self._ok(rows)
@@ -211,7 +213,7 @@ class RouteContext:
             return []
         v = self.qv + self.idx.fmat[rows].mean(axis=0)
         s = _masked(self.idx.fmat @ (v / (np.linalg.norm(v) + 1e-12)), self.allowed)
-        return [(self.idx.ids[r], float(s[r]), k) for k, r in enumerate(_top(s, self.n, self.idx.ids), start=1)]
+        return [(self.idx.ids[r], float(s[r]), k) for k, r in enumerate(_top(s, self.n, self.idx.forder), start=1)]
 
     def neighbour(self, rows: list[int] | None = None, span: int = 2) -> list[Hit]:
         """Second pass: for each seed row in ``rows`` (best first), the facts of the turns up to ``span``
