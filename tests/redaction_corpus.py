@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import re
 import string
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -216,13 +217,34 @@ def _norm(text: str) -> str:
     """What a reader sees: NFKC, without format characters (zero-width ones)."""
     import unicodedata
 
+    if text.isascii():
+        return text
     return "".join(c for c in unicodedata.normalize("NFKC", text) if unicodedata.category(c) != "Cf")
 
 
+def _escaped(text: str) -> str:
+    return json.dumps(text)[1:-1]
+
+
 def readable(needle: str, haystack: str, normalised_haystack: str | None = None) -> bool:
-    """``needle`` can be read in ``haystack``: as written, or once both are normalised."""
-    return needle in haystack or _norm(needle) in (normalised_haystack if normalised_haystack is not None
-                                                  else _norm(haystack))
+    """``needle`` can be read in ``haystack``: as written, or once both are normalised. An all-digit needle
+    (a PIN, an account number) counts only on its own, not inside a longer number such as a timestamp."""
+    norm = normalised_haystack if normalised_haystack is not None else _norm(haystack)
+    if not needle.isascii() and _escaped(needle) in haystack:  # inside JSON written with ensure_ascii
+        return True
+    if _norm(needle).isdigit():
+        rx = re.compile(rf"(?<![0-9]){re.escape(_norm(needle))}(?![0-9])")
+        return bool(rx.search(norm) or (needle != _norm(needle) and needle in haystack))
+    return needle in haystack or _norm(needle) in norm
+
+
+def readable_bytes(needle: str, raw: bytes) -> bool:
+    """The same over raw bytes (a store file): the needle's UTF-8 as written or normalised, or as JSON
+    escapes it (a store keeps edit payloads as JSON text)."""
+    forms = {needle.encode(), _norm(needle).encode(), _escaped(needle).encode()}
+    if _norm(needle).isdigit():
+        return any(re.search(rb"(?<![0-9])" + re.escape(f) + rb"(?![0-9])", raw) for f in forms)
+    return any(f in raw for f in forms)
 
 
 def leaks(items: list[Item], haystack: str) -> list[Item]:
