@@ -35,9 +35,10 @@ def run_demo_answers(memory: Memory, history_requests: Iterable[Mapping[str, Any
         out(f"answer model: {engine.name} loaded in {time.perf_counter() - t0:.1f}s"
             + (f" (first run: converted the GGUF in {engine.converted_seconds:.1f}s)" if engine.converted_seconds else ""))
         answer_model = engine
-        note = (" — a 135M model that shows the plumbing (memory -> Reasoning State -> answer), not answer quality; "
-                "its text may contradict the memory above. `evomem demo --answer-url URL --answer-model NAME` uses a "
-                "real answer model")
+        out("  (a 135M model: it shows the plumbing, memory -> Reasoning State -> answer, not answer quality, and its "
+            "text may contradict the memory it was given; `evomem demo --answer-url URL --answer-model NAME` answers "
+            "with a real model)")
+        note = " — a 135M plumbing model, not answer quality"
     else:
         note = ""
     pipe = AnswerPipeline(memory, policy or RulePolicy(), answer_model,

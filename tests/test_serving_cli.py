@@ -101,4 +101,6 @@ def test_demo_answers_with_smollm2(tmp_path: Path) -> None:
     mem.close()
     assert len(results) == 2 and all(r.answer and r.answer_model == "smollm2-135m-instruct" for r in results)
     text = "\n".join(printed)
-    assert "reasoning state (rule-baseline):" in text and "superseded" in text and "answer (smollm2-135m-instruct):" in text
+    assert "reasoning state (rule-baseline):" in text and "superseded" in text
+    assert "answer (smollm2-135m-instruct — a 135M plumbing model, not answer quality):" in text
+    assert text.count("state check — does the Reasoning State use") == 2 and "answer text is not checked" in text
