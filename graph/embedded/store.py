@@ -374,37 +374,25 @@ class EmbeddedStore:
         return run_user_cypher(self, user_id, query, params)
 
     def purge_user(self, user_id: str) -> int:
+        return self._purge_then(user_id, None)
+
+    def replace_user(self, changes: ChangeSet) -> int:
+        return self._purge_then(changes.user_id, changes)
+
+    def _purge_then(self, u: str, changes: ChangeSet | None) -> int:
+        """Delete every node of ``u`` and, with ``changes``, write them, in one transaction; the old
+        rows' bytes are then scrubbed (a purge marker first, so a crash still gets the rewrite)."""
         n = 0
         with self._lock:
             was_pending = self._begin_purge()
             self._q("BEGIN TRANSACTION")
             try:
                 for label in Q.PURGE_LABELS:
-                    n += self._q(Q.COUNT_NODES_USER.format(label=label), {"u": user_id})[0][0]
-                    self._q(Q.DELETE_NODES_USER.format(label=label), {"u": user_id})
-                self._q("COMMIT")
-            except BaseException:
-                self._rollback()
-                raise
-            finally:
-                self._index.pop(user_id, None)
-                self._writes[user_id] = self._writes.get(user_id, 0) + 1
-                self._tell(user_id, None)
-            self._finish_purge(n, was_pending)
-        return n
-
-    def replace_user(self, changes: ChangeSet) -> int:
-        u = changes.user_id
-        n = 0
-        with self._lock:
-            was_pending = self._begin_purge()  # the old rows' bytes are scrubbed like a purge's
-            self._q("BEGIN TRANSACTION")
-            try:
-                for label in Q.PURGE_LABELS:
                     n += self._q(Q.COUNT_NODES_USER.format(label=label), {"u": u})[0][0]
                     self._q(Q.DELETE_NODES_USER.format(label=label), {"u": u})
-                self._write(changes)
-                self._q(Q.SET_VERSION, {"u": u, "v": changes.new_version})
+                if changes is not None:
+                    self._write(changes)
+                    self._q(Q.SET_VERSION, {"u": u, "v": changes.new_version})
                 self._q("COMMIT")
             except BaseException:
                 self._rollback()
