@@ -8,6 +8,7 @@ backends, and makes "a rejected batch changes nothing" true by construction.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from graph.models import Concept, Edit, Fact, Relation, Turn
@@ -43,7 +44,7 @@ class Snapshot:
         return concept_path(self.concepts, self.parent, concept_id)
 
 
-def concept_path(concepts: dict[str, Concept], parent: dict[str, str], concept_id: str) -> tuple[str, ...]:
+def concept_path(concepts: Mapping[str, Concept], parent: Mapping[str, str], concept_id: str) -> tuple[str, ...]:
     """Names from the root down to ``concept_id`` (bounded, so a corrupt store cannot loop)."""
     names: list[str] = []
     cur: str | None = concept_id

@@ -26,6 +26,7 @@ import numpy as np
 from graph.bm25 import tokenize
 from graph.models import Concept, Fact, Relation, as_utc
 from graph.routes.textindex import Grow, TextIndex
+from graph.snapshot import concept_path
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 TurnKey = tuple[str, int, str]  # (session id, position in it, turn id): how turns are ordered and ties broken
@@ -88,7 +89,7 @@ class ConceptPaths(Mapping[str, tuple[str, ...]]):
         c = self.concept_of[fact_id]
         got = self._seen.get(c)
         if got is None:
-            got = self._seen[c] = _path(self.concepts, self.parent, c)
+            got = self._seen[c] = concept_path(self.concepts, self.parent, c)
         return got
 
     def __contains__(self, fact_id: object) -> bool:
@@ -99,18 +100,6 @@ class ConceptPaths(Mapping[str, tuple[str, ...]]):
 
     def __len__(self) -> int:
         return len(self.concept_of)
-
-
-def _path(concepts: Mapping[str, Concept], parent: Mapping[str, str], concept_id: str) -> tuple[str, ...]:
-    """As graph.snapshot.concept_path, over mappings."""
-    names: list[str] = []
-    cur: str | None = concept_id
-    for _ in range(len(concepts) + 1):
-        if cur is None or cur not in concepts:
-            break
-        names.append(concepts[cur].name)
-        cur = parent.get(cur)
-    return tuple(reversed(names))
 
 
 @dataclass
