@@ -90,6 +90,7 @@ class EmbeddedStore:
         # the route index cache extends its index by the ChangeSet instead of rebuilding it
         self._listeners: list[Callable[[str, ChangeSet | None, str], None]] = []
         self.recovered_wal = False  # True once an open replayed a WAL torn by a crash (logged too)
+        self._unscrubbed = False  # a recovered open not yet followed by a compaction (see _open)
         self._open()
         if purge_pending(self.path):  # a purge committed before a crash, its rewrite did not finish
             with self._lock:
@@ -106,6 +107,9 @@ class EmbeddedStore:
                 raise
             raise StoreLocked(str(self.path), int(m.group(1)) if m.group(1) else None) from e
         self.recovered_wal |= recovered
+        # a recovered open may leave the bytes of a write that never committed in the files: the
+        # next purge rewrites the store even if it deletes nothing
+        self._unscrubbed |= recovered
         self._conn = ladybug.Connection(self._db)
 
     def _begin_purge(self) -> bool:
@@ -116,8 +120,9 @@ class EmbeddedStore:
         return was_pending
 
     def _finish_purge(self, removed: int, was_pending: bool) -> None:
-        if removed or was_pending:
+        if removed or was_pending or self._unscrubbed:
             self._compact()
+            self._unscrubbed = False
         else:  # nothing was deleted: no bytes to scrub, skip the O(store) rewrite
             clear_purge_pending(self.path)
 

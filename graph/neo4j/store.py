@@ -333,7 +333,9 @@ class Neo4jStore:
             # Take the user's write lock first, like commit: a commit in flight (another process
             # included) finishes before the deletes read what to delete, and a commit that queues
             # behind the purge finds its version gone and retries on the empty user.
-            tx.run(Q.LOCK_EXISTING_VERSION, u=user_id).consume()
+            # MERGE, not MATCH: a first commit of this user still in flight (its UserMeta not yet
+            # committed) must finish before the deletes read what to delete, or it lands after them.
+            tx.run(Q.LOCK_VERSION, u=user_id).consume()
             return sum(tx.run(Q.PURGE_LABEL.format(label=label), u=user_id).single()["n"] for label in Q.NODE_LABELS)
 
         self._emb_cache.pop(user_id, None)
@@ -344,7 +346,7 @@ class Neo4jStore:
         u = changes.user_id
 
         def work(tx: Any) -> int:
-            tx.run(Q.LOCK_EXISTING_VERSION, u=u).consume()  # queue behind a commit in flight, as purge does
+            tx.run(Q.LOCK_VERSION, u=u).consume()  # queue behind a commit in flight, as purge does
             n = int(sum(tx.run(Q.PURGE_LABEL.format(label=label), u=u).single()["n"] for label in Q.NODE_LABELS))
             tx.run(Q.LOCK_VERSION, u=u).consume()  # a new UserMeta: a new epoch, so caches keyed on it drop
             self._write(tx, changes)
