@@ -131,6 +131,10 @@ PURGE_LABEL = "MATCH (n:{label} {{user_id: $u}}) DETACH DELETE n RETURN count(*)
 PURGE_ID_PROPS = {"Fact": "fact_id", "Edit": "edit_id", "Concept": "concept_id", "Turn": "turn_id",
                   "Session": "session_id"}
 # Lock without MERGE: purging an unknown user must not create its UserMeta node.
+# A purge's lock: MERGE waits for a first commit of the user still in flight; ``made`` says the node
+# is the purge's own (it is deleted with the rest and not counted as removed).
+LOCK_FOR_PURGE = ("MERGE (u:UserMeta {user_id: $u}) ON CREATE SET u.version = 0, u.epoch = randomUUID(), "
+                  "u.purge_made = true SET u.locked_at = timestamp() RETURN coalesce(u.purge_made, false) AS made")
 LOCK_EXISTING_VERSION = "MATCH (u:UserMeta {user_id: $u}) SET u.locked_at = timestamp() RETURN u.version AS v"
 DELETE_BY_IDS = ("MATCH (n:{label}) WHERE n.user_id = $u AND n.{prop} IN $ids "
                  "DETACH DELETE n RETURN count(*) AS n")

@@ -335,8 +335,9 @@ class Neo4jStore:
             # behind the purge finds its version gone and retries on the empty user.
             # MERGE, not MATCH: a first commit of this user still in flight (its UserMeta not yet
             # committed) must finish before the deletes read what to delete, or it lands after them.
-            tx.run(Q.LOCK_VERSION, u=user_id).consume()
-            return sum(tx.run(Q.PURGE_LABEL.format(label=label), u=user_id).single()["n"] for label in Q.NODE_LABELS)
+            made = bool(tx.run(Q.LOCK_FOR_PURGE, u=user_id).single()["made"])
+            n = sum(int(tx.run(Q.PURGE_LABEL.format(label=label), u=user_id).single()["n"]) for label in Q.NODE_LABELS)
+            return n - made
 
         self._emb_cache.pop(user_id, None)
         with self._driver.session(database=self._db) as s:
@@ -346,8 +347,8 @@ class Neo4jStore:
         u = changes.user_id
 
         def work(tx: Any) -> int:
-            tx.run(Q.LOCK_VERSION, u=u).consume()  # queue behind a commit in flight, as purge does
-            n = int(sum(tx.run(Q.PURGE_LABEL.format(label=label), u=u).single()["n"] for label in Q.NODE_LABELS))
+            made = bool(tx.run(Q.LOCK_FOR_PURGE, u=u).single()["made"])  # queue behind a commit in flight
+            n = int(sum(tx.run(Q.PURGE_LABEL.format(label=label), u=u).single()["n"] for label in Q.NODE_LABELS)) - made
             tx.run(Q.LOCK_VERSION, u=u).consume()  # a new UserMeta: a new epoch, so caches keyed on it drop
             self._write(tx, changes)
             tx.run(Q.SET_VERSION, u=u, v=changes.new_version).consume()
