@@ -7,11 +7,9 @@ The first line is ``OPEN clean`` or ``OPEN recovered`` (the embedded store repla
 Every line ``ACK <user> <n>`` is printed (and flushed) only after ``commit`` returned, so the parent
 that kills this process with SIGKILL knows exactly which sessions were acknowledged. Session ``n``
 writes 2 turns, ``--facts`` facts (the first superseding the user's previous fact), a concept on first use, its
-edits and the session record, all in one commit. Every 7th iteration also writes a scratch user
-(``SCRATCH <user> <n>`` is printed before that write starts) and purges it (``ACK-PURGE <user> <n>``
-after ``purge_user`` returned), so crashes also land inside purges, and the parent knows when the
-scratch user must be empty: after an ``ACK-PURGE`` with no ``SCRATCH`` line after it. Imports only
-graph/ and numpy: a kill test must restart this process dozens of times in a minute.
+edits and the session record, all in one commit. Every 7th iteration also purges a scratch user
+(``ACK-PURGE``), so crashes also land inside purges. Imports only graph/ and numpy: a kill test
+must restart this process dozens of times in a minute.
 """
 
 from __future__ import annotations
@@ -103,7 +101,6 @@ def main(argv: list[str] | None = None) -> None:
         store.commit(cs)
         print(f"ACK {u} {n}", flush=True)
         if n % 7 == 0:  # a scratch user written then purged: crashes also land inside purges
-            print(f"SCRATCH {SCRATCH} {n}", flush=True)
             s = store.load_snapshot(SCRATCH)
             _, cs = apply_batch(s, batch(SCRATCH, n, set(s.facts), f"{SCRATCH}:c" in s.concepts, rng,
                                       args.facts, args.dim), T0)
