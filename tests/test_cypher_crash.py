@@ -46,6 +46,11 @@ def test_crash_corpus_leaves_the_server_up(backend: str, tmp_path: Path, request
         r = httpx.post(f"{srv.url}/v1/users/maya/cypher", json={"query": "MATCH (f:Fact) RETURN count(*) AS n"},
                        headers={"Authorization": f"Bearer {MAYA}"}, timeout=60, trust_env=False)
         assert r.status_code == 200 and r.json()["rows"][0]["n"] > 0
+        # every query stopped by the wall deadline or the memory cap cost its worker: /metrics counts them
+        stopped = sum(st["fold"].values()) + sum(st["builder"].values())
+        m = httpx.get(f"{srv.url}/metrics", headers={"Authorization": f"Bearer {ADMIN}"}, timeout=60,
+                      trust_env=False).json()
+        assert 1 <= m["cypher_sandbox"]["restarts"] <= stopped, m["cypher_sandbox"]
     finally:
         srv.stop()
 

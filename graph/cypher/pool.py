@@ -225,6 +225,12 @@ class WorkerError(Exception):
 _POOLS: weakref.WeakSet[SandboxPool] = weakref.WeakSet()
 
 
+def sandbox_restarts() -> int:
+    """Sandbox workers replaced in this process so far (killed at the deadline, over the memory cap or
+    crashed), over every pool: what ``/metrics`` reports so operators see hostile queries arriving."""
+    return sum(p.restarts for p in list(_POOLS))
+
+
 @atexit.register
 def _close_all() -> None:
     for p in list(_POOLS):

@@ -6,6 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends
 
+from graph.cypher.pool import sandbox_restarts
 from serving.deps import ApiDeps, ApiKey, get_deps, principal
 
 router = APIRouter(tags=["ops"])
@@ -20,4 +21,4 @@ def health(deps: ApiDeps = Depends(get_deps)) -> dict[str, Any]:
 
 @router.get("/metrics")
 def metrics(_: ApiKey | None = Depends(principal), deps: ApiDeps = Depends(get_deps)) -> dict[str, Any]:
-    return deps.metrics.snapshot()
+    return {**deps.metrics.snapshot(), "cypher_sandbox": {"restarts": sandbox_restarts()}}
