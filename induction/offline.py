@@ -21,10 +21,10 @@ import re
 from collections.abc import Sequence
 
 from graph.models import FactKind
-from graph.rules import MOVED_ON
 from induction.config import OfflineExtractorConfig
 from induction.branch import OntologyBranch
 from induction.clauses import clauses
+from induction.reading.change import MOVED_ON
 from induction.evidence import select_evidence
 from induction.extract import CandidateFact, Cue, ExtractionResult, make_fact_id
 from induction.session import Session

@@ -1,4 +1,4 @@
-"""Table-driven tests of the pure relational-state rules."""
+"""Table-driven tests of the pure relational-state rules (the reading of statements is in tests/test_reading.py)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from graph.models import Fact, Relation
-from graph.rules import (change_evidenced, can_conflict, can_supersede, continues, corrects, derive_state,
-                         derive_validity, has_cycle, holds_state, may_replace, reverses,
-                         may_conflict, may_supersede, may_supersede_sibling, edge_kinds_allowed, instructs)
+from graph.rules import (change_evidenced, can_conflict, can_supersede, derive_state, derive_validity, has_cycle,
+                         may_conflict, may_supersede, may_supersede_sibling, edge_kinds_allowed)
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 PAST = NOW - timedelta(days=1)
@@ -118,39 +117,6 @@ def test_may_conflict_holders(a: str, b: str, ha: str, hb: str, ok: bool) -> Non
     assert may_conflict(a, b, ha, hb) is ok
 
 
-@pytest.mark.parametrize("statement,ok", [
-    ("assistant: Data in Transit: Use TLS/SSL encryption for all data transmitted over networks.", True),
-    ("assistant: Check if the response is not ok and extract the error message.", True),
-    ("assistant: Pilot Participation: Include Jessica in the pilot program.", True),
-    ("Always keep a backup of the config.", True),
-    ("assistant: Don't store passwords in plain text.", True),
-    ("assistant: Research shows remote teams are less productive.", False),  # a noun before a finite verb
-    ("Test coverage is 78% now.", False),
-    ("Model Boreal was not the easiest candidate to introduce.", False),
-    ("assistant: The error typically indicates a None value.", False),
-    ("Independent testing found Atlas dropped numerical claims.", False)])
-def test_instructs(statement: str, ok: bool) -> None:
-    assert instructs(statement) is ok
-
-
-CORRECTS_CASES = [
-    ("assistant: Actually, the Great Wall is not visible from space with the naked eye.", True),
-    ("assistant: That's a common misconception: bulls do not react to the colour red.", True),
-    ("assistant: Studies show that cracking knuckles does not cause arthritis.", True),
-    ("assistant: This is not the case in Flask 2.x.", True),
-    ("assistant: According to the 2024 NIST guidance, SMS codes are a weak second factor.", True),
-    ("assistant: According to your July 15 progress report, there has been a 10% improvement.", False),
-    ("assistant: Scenario: You and Stephen are considering moving to a new city.", False),
-    ("assistant: Error Handling: Specific error handling for HTTP 401 Unauthorized.", False),
-    ("assistant: It is true that the library is popular.", False),
-]
-
-
-@pytest.mark.parametrize("statement,ok", CORRECTS_CASES)
-def test_corrects(statement: str, ok: bool) -> None:
-    assert corrects(statement) is ok
-
-
 @pytest.mark.parametrize("new,old,ok", SUPERSEDE_CASES)
 def test_can_supersede(new: str, old: str, ok: bool) -> None:
     assert can_supersede(new, old) is ok
@@ -203,97 +169,6 @@ def test_derive_state_relations_and_directions() -> None:
     assert sa.concept_path == ("root", "x")
 
 
-# (statement, holds state): questions and responses to someone else never supersede or get superseded.
-HOLDS_STATE_CASES = [
-    ("I switched to oat milk.", True),
-    ("From now on, I'd rather watch horror films alone.", True),
-    ("You know, reflecting on that event, I've decided I don't enjoy crowds.", True),
-    ("I'm now looking for an online challenge about classic literature.", True),
-    ("Wow, I finally finished my novel.", True),
-    ("Joanna: I'm tempted to try dairy-free flavors now!", True),
-    ("That was a great trip.", True),
-    ("Audrey: How often are you able to go hiking now?", False),
-    ("Got any favorite flavors for dairy-free desserts?", False),
-    ("Have you always wanted a dog", False),
-    ("Keep going and never give up!", False),
-    ("Tim: Keep it up - you're gonna make a difference!", False),
-    ("Don't be afraid to write and share, even if it's just with friends.", False),
-    ("Glad you tried something new and it went well.", False),
-    ("Nice, spotting pretty birds while hiking must be great.", False),
-    ("Taking them on hikes must be awesome!", False),
-    ("Definitely, keep me posted and let me know if you need any help.", False),
-    ("I'm sure it was a memorable experience.", False),
-    ("That sounds amazing!", False),
-    ("Gina: Oof, that's tough, Jon.", False),
-    ("Joanna: Hey Nate, long time no see!", False),
-    ("Joanna: Yeah Nate, your cooking is amazing!", False),
-    ("John: That'd be great, Maria!", False),
-    ("Highlights of my trip were great.", True),
-    # an announcement of news still to come says nothing yet
-    ("I've been thinking about my plans again, and I have some updates I'd love to share!", False),
-    ("I've got some exciting news to tell you.", False),
-    ("Let me fill you in.", False),
-    ("I have an update: I switched to tea.", True),
-    ("I love sharing updates with my friends.", True),
-    # a request for help or information asks; it states nothing to replace or dispute
-    ("I'm not sure how to properly configure these variables in my Render.com deployment.", False),
-    ("I'd appreciate any help you can provide in getting my weather app deployed.", False),
-    ("I switched to Scrivener on May 5, and I'm wondering if this will help my drafts.", False),
-    ("Can you help me plan the trip", False),
-    ("I'm not a fan of crowds anymore.", True),
-    ("I'm sure I prefer tea now.", True),
-    # a shared photo shows something; it holds no state of its own
-    ("Gina: shared an image: a photo of a clothing store with a variety of clothes on display", False),
-    ("shared an image: a photography of a group of children making clay sculptures", False),
-    ("[image: a dog on a beach]", False),
-    ("I shared an image of my new store on my blog and love it.", True),
-    ("I love taking photos of birds.", True),
-    # a request to the other person
-    ("Audrey: Take some pics and show me what you enjoy.", False),
-    ("Send me the recipe when you can!", False),
-    ("I take my dogs to the park to show them new trails.", True),
-    # a line that introduces a pasted block claims nothing (BEAM: "And my JS chart code:" replaced
-    # "I'm trying to integrate Chart.js v4.3.0 into my dashboard")
-    ("And my JS chart code:", False),
-    ("And here's a basic example of how I might set up my Chart.js pie chart:", False),
-    ("My stack is: Flask and SQLite.", True),
-    ("", False),
-]
-
-
-@pytest.mark.parametrize("statement,ok", HOLDS_STATE_CASES)
-def test_holds_state(statement: str, ok: bool) -> None:
-    assert holds_state(statement) is ok
-
-
-@pytest.mark.parametrize("new, old, ok", [
-    # a standing instruction gives way only to another instruction
-    ("From now on, answer in French.", "Always answer in English when I ask about travel.", True),
-    ("Given that I have to provide security best practices when discussing authentication features",
-     "Always provide security best practices when I ask about authentication or authorization features.", False),
-    ("Sure, let's proceed with measuring the metrics now.",
-     "Always report exact performance metrics when I ask about site speed improvements.", False),
-    # an instruction may replace a state (the user's new rule about their answers)
-    ("Never suggest meat dishes when I ask about recipes.", "I love cooking steak.", True),
-    # two tasks in progress do not replace each other; a state the task changes is replaced
-    ("I'm trying to validate the area calculation of a triangular garden plot",
-     "I'm trying to apply Heron's formula to find the area of a triangle", False),
-    ("I'm kinda struggling with editing my drafts", "I'm trying to organize my essay draft better", False),
-    ("I'm trying to switch from SQLite to PostgreSQL 15", "I'm using SQLite 3.39 as my database", True),
-    # a first-person state is replaced by what the person says of themselves, not by a remark on a thing
-    ("However, for the sake of keeping the app lightweight and under 2.5MB, this approach could be a starting point.",
-     "I'm trying to keep my weather app under 2.5MB", False),
-    ("Tea is my thing now.", "I drink coffee every morning.", True),
-    ("The gym closed down last month.", "The gym opens at six.", True),
-    # neither side may be a question or a response
-    ("I switched to tea.", "I drink coffee every morning.", True),
-    ("How often do you hike now?", "I hike every weekend.", False),
-    ("I hike on Sundays now.", "Keep it up!", False),
-])
-def test_may_replace(new: str, old: str, ok: bool) -> None:
-    assert may_replace(new, old) is ok
-
-
 @pytest.mark.parametrize("nk,sk,nh,sh,ok", [
     ("preference", "circumstance", "user", "user", True),   # the replaced turn's setting goes with it
     ("belief", "circumstance", "user", "user", True),
@@ -308,53 +183,3 @@ def test_may_supersede_sibling(nk: str, sk: str, nh: str, sh: str, ok: bool) -> 
     assert edge_kinds_allowed(nk, sk) is (ok or nh != sh)  # the store accepts every edge the adjudicator may make
     if sk == "circumstance" and nk in ("preference", "belief"):
         assert not may_supersede(nk, sk, nh, sh, True)  # only as a sibling, never on its own
-
-
-@pytest.mark.parametrize("turn,ok", [
-    # a change of direction turns against something
-    (["I've shifted my focus.", "I'm now really drawn to West African drumming."], True),
-    (["I tried that playful approach, but it just didn't feel right for me."], True),
-    (["I no longer enjoy jazz."], True),
-    (["I'm actually more curious about Indian classical music theory now."], True),
-    (["I really prefer techno now."], True),
-    (["Lately I realized that theory isn't my forte."], True),
-    # "now" / "lately" alone report progress on the same path (LoCoMo)
-    (["Now I'm passionate about creating a safe, inviting place for people to grow."], False),
-    (["Growing my customer base is the main focus right now."], False),
-    (["We love painting together lately, especially nature-inspired ones."], False),
-    (["I'm not giving up!", "I'm trying to juggle studying with my reading hobby."], False),
-    (["After that book swap fiasco, I've given up on exchanging books entirely."], True),
-    (["I haven't given up on my novel.", "I've never given up on it."], False),
-    # taking back what one said earlier is a reversal even without a "but"
-    (["I know I said I was uncomfortable sharing personal details.", "I now believe being open could help someone."], True),
-    (["I decided to give podcasting another shot.", "It was so much more fun with a co-host."], True),
-    (["After much contemplation, I've decided to step away from volunteering."], True),
-    (["I've grown weary of those large community networking events."], True),
-    (["I've been feeling a bit burned out on all the experimental indie films."], True),
-    # a concessive "but" turns against a difficulty, not an earlier view
-    (["It's been tough, but I'm living my true self.", "Dancing makes me so happy, and now I get to share that."], False),
-    (["Finding self-acceptance was a long process, but now I'm ready to offer support."], False),
-    (["It was hard to admit, but I no longer enjoy jazz."], True),
-    # a "but" that opens a request or a worry turns against nothing (BEAM)
-    (["I've set up Flask-Login, but I'm not sure how to handle sessions."], False),
-    (["I agreed to stop at 10 PM, but how can I make sure I stick to this schedule?"], False),
-    (["I'm using Bootstrap 5.3.0, but I want to make sure the navbar is accessible."], False),
-    (["I tried fusion events, but they felt overproduced."], True),
-    (["I'm not sure how to say it, but I no longer enjoy jazz."], True),
-    ([], False),
-])
-def test_reverses(turn: list[str], ok: bool) -> None:
-    assert reverses(turn) is ok
-
-
-@pytest.mark.parametrize("statement,ok", [
-    ("Still can't seem to find any dog-friendly spots to rent.", True),
-    ("Now I want to help people go through it too.", True),
-    ("I totally agree that we should fight for more money for our schools.", True),
-    ("I also love baking.", True),
-    ("I still like jazz, but I prefer techno now.", False),  # turns against the old view
-    ("I switched to tea.", False),
-    ("I love painting lately.", False),
-])
-def test_continues(statement: str, ok: bool) -> None:
-    assert continues(statement) is ok

@@ -18,8 +18,7 @@ from functools import lru_cache
 from collections.abc import Sequence
 import numpy as np
 
-from graph.rules import (EVIDENCE_HOLDERS, change_evidenced, continues, corrects, holds_state, instructs, may_replace,
-                         may_conflict, may_supersede, may_supersede_sibling, reverses)
+from graph.rules import EVIDENCE_HOLDERS, change_evidenced, may_conflict, may_supersede, may_supersede_sibling
 from graph.snapshot import Snapshot
 from induction.adjudicate import Adjudication, Decision, RuleAdjudicator, _base
 from induction.extract import CandidateFact
@@ -28,6 +27,10 @@ from induction.relations.candidates import candidates
 from induction.relations.features import (LABELS, PAST_STATE, SHIFT, STRUCT_NAMES, FactView, PairContext, pair_features,
                                           turn_overlap, turn_ranks, turn_shift)
 from induction.relations.model import ARTEFACT_DIR, PROBE, RelationModel
+from induction.reading.change import continues, reverses
+from induction.reading.corrections import corrects
+from induction.reading.instructions import instructs
+from induction.reading.state import holds_state, may_replace
 from induction.resolve import Neighbour, Resolution, ResolvedFact, embedding_text
 from llmclients.embeddings import Embedder
 
@@ -39,9 +42,10 @@ _HISTORY = frozenset({"event", "experience"})
 
 
 def _can_dispute(holder: str, statement: str, stateful: bool | None = None, assistant_must_correct: bool = False) -> bool:
-    """May this side join a conflict: a person's statement that holds state (``graph.rules.holds_state``),
-    or outside evidence that claims something rather than instructs (``graph.rules.instructs``); with
-    ``assistant_must_correct``, the assistant's own line only when it says it corrects (``graph.rules.corrects``)."""
+    """May this side join a conflict: a person's statement that holds state
+    (``induction.reading.state.holds_state``), or outside evidence that claims something rather than instructs
+    (``induction.reading.instructions.instructs``); with ``assistant_must_correct``, the assistant's own line
+    only when it says it corrects (``induction.reading.corrections.corrects``)."""
     if holder in EVIDENCE_HOLDERS:
         return not instructs(statement) and (holder != "assistant" or not assistant_must_correct or corrects(statement))
     return holds_state(statement) if stateful is None else stateful
@@ -252,7 +256,7 @@ class ModelAdjudicator:
             if evidenced and not evidenced[k]:
                 continue  # the newer statement does not say anything changed (graph.rules.change_evidenced)
             if stateful and not stateful[k]:
-                continue  # a question or a response holds no state to replace (graph.rules.holds_state)
+                continue  # a question or a response holds no state to replace (induction.reading.state.holds_state)
             eligible.append((int(k), *info(cands[k].fact_id)))
 
         def chosen(use: str) -> list[int]:
@@ -390,7 +394,7 @@ class _Turns:
         self._batch = {r.candidate.fact_id: r for r in res.facts}
 
     def reverses(self, turn: str | None) -> bool:
-        """Does ``turn`` (of this batch or of the store) turn against something (graph.rules.reverses)?"""
+        """Does ``turn`` (of this batch or of the store) turn against something (induction.reading.change.reverses)?"""
         if turn is None:
             return False
         if turn not in self._reverses:

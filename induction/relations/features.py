@@ -8,7 +8,7 @@ both places. Two groups:
   someone else / outside evidence), both kinds, change / polarity / contrast / evidence cue words on
   each side, whether the fact's turn reports a change (a sibling sentence may carry the cue: "I've shifted
   my perspective. I'd rather…"), whether it holds no state (a question or a response,
-  ``graph.rules.holds_state``), concept neighbourhood, word and name overlap, scope, and how much the two
+  ``induction.reading.state.holds_state``), concept neighbourhood, word and name overlap, scope, and how much the two
   facts' turns share a topic (``turn_overlap``);
 - the pair's sentence vectors ``u * v`` and ``|u - v|`` (optional: ``pair_embedding``), which let the
   model see *what* changed, not only that the two are similar.
@@ -24,8 +24,9 @@ from typing import get_args
 import numpy as np
 
 from graph.models import FactKind
-from graph.rules import EVIDENCE_HOLDERS, holds_state
+from graph.rules import EVIDENCE_HOLDERS
 from induction.evidence import EVIDENCE_CUE
+from induction.reading.state import holds_state
 
 KINDS: tuple[str, ...] = get_args(FactKind)
 LABELS: tuple[str, ...] = ("unrelated", "supersedes", "conflicts_with", "duplicate")
