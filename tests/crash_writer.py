@@ -4,17 +4,22 @@
     python tests/crash_writer.py neo4j bolt://127.0.0.1:7687 [--start N]
 
 The first line is ``OPEN clean`` or ``OPEN recovered`` (the embedded store replayed a torn WAL).
-Every line ``ACK <user> <n>`` is printed (and flushed) only after ``commit`` returned, so the parent
+Every line ``ACK <user> <n>`` is printed only after ``commit`` returned, so the parent
 that kills this process with SIGKILL knows exactly which sessions were acknowledged. Session ``n``
 writes 2 turns, ``--facts`` facts (the first superseding the user's previous fact), a concept on first use, its
-edits and the session record, all in one commit. Every 7th iteration also purges a scratch user
-(``ACK-PURGE``), so crashes also land inside purges. Imports only graph/ and numpy: a kill test
-must restart this process dozens of times in a minute.
+edits and the session record, all in one commit. Every 7th iteration also writes a scratch user
+(``SCRATCH <user> <n>`` is printed before that write starts) and purges it (``ACK-PURGE <user> <n>``
+after ``purge_user`` returned), so crashes also land inside purges, and the parent knows when the
+scratch user must be empty: after an ``ACK-PURGE`` with no ``SCRATCH`` line after it. Each line goes
+out in one ``write`` (``say``), newline included: ``print`` writes the text and the newline apart where
+PYTHONUNBUFFERED is set, so a kill between them left a torn line. Imports only graph/ and numpy: a kill
+test must restart this process dozens of times in a minute.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -64,6 +69,11 @@ def batch(u: str, n: int, snapshot_facts: set[str], has_concept: bool, rng: np.r
     return EditBatch(user_id=u, session_id=sid, session_hash=f"h{n}", turns=turns, edits=edits)
 
 
+def say(line: str) -> None:
+    """One line to stdout in one ``write`` (atomic on a pipe), whatever Python's buffering mode."""
+    os.write(sys.stdout.fileno(), (line + "\n").encode())
+
+
 def open_store(backend: str, where: str, dim: int = 16, checkpoint_bytes: int | None = None,
                setup: bool = True) -> Any:
     if backend == "embedded":
@@ -91,7 +101,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--no-setup", action="store_true", help="neo4j: schema exists (setup waits for indexes)")
     args = ap.parse_args(argv)
     store = open_store(args.backend, args.where, args.dim, args.checkpoint_bytes, not args.no_setup)
-    print("OPEN", "recovered" if getattr(store, "recovered_wal", False) else "clean", flush=True)
+    say("OPEN " + ("recovered" if getattr(store, "recovered_wal", False) else "clean"))
     rng = np.random.default_rng(args.start)
     for n in range(args.start, args.start + args.count):
         u = user_of(n)
@@ -99,14 +109,15 @@ def main(argv: list[str] | None = None) -> None:
         _, cs = apply_batch(snap, batch(u, n, set(snap.facts), f"{u}:c" in snap.concepts, rng,
                                     args.facts, args.dim), T0)
         store.commit(cs)
-        print(f"ACK {u} {n}", flush=True)
+        say(f"ACK {u} {n}")
         if n % 7 == 0:  # a scratch user written then purged: crashes also land inside purges
+            say(f"SCRATCH {SCRATCH} {n}")
             s = store.load_snapshot(SCRATCH)
             _, cs = apply_batch(s, batch(SCRATCH, n, set(s.facts), f"{SCRATCH}:c" in s.concepts, rng,
                                       args.facts, args.dim), T0)
             store.commit(cs)
             store.purge_user(SCRATCH)
-            print(f"ACK-PURGE {SCRATCH} {n}", flush=True)
+            say(f"ACK-PURGE {SCRATCH} {n}")
     store.close()
 
 
