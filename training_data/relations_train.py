@@ -62,6 +62,12 @@ class RelationTrainConfig(BaseModel):
                                         "MemSyco files (personalized use, scope) and every valid-memory pair whose "
                                         "older side is in no turn the change replaces.")
     synthetic_n: int = Field(default=1500, ge=0, description="Synthetic dialogues (training_data/relations_synthetic.py).")
+    phrasing: str | None = Field(default=None, description="The hand-written phrasing set (evaluation/phrasing/"
+                                 "cases.jsonl); only its tuning half is trained on (training_data/relations_sources.py).")
+    phrasing_half: Literal["tune"] = Field(default="tune", description="The half trained on: only tune (the test half "
+                                           "is never trained on).")
+    beam: str | None = Field(default=None, description="BEAM dev folder: knowledge-update and contradiction questions "
+                             "label the pair of their two turns (training_data/relations_sources.py).")
     min_similarity: float = Field(default=0.30, description="Candidate partners: cosine at/above this (as resolve).")
     max_candidates: int = Field(default=12, ge=1, description="Candidate partners per fact, closest first.")
     val_fraction: float = Field(default=0.2, ge=0, lt=1, description="MemSyco rows held out as the fixed validation split.")
@@ -97,7 +103,8 @@ def _in_val(group: str, seed: int, frac: float) -> bool:
 # The code that turns sources into pairs (the builders, the whole offline extractor, the rules its features
 # read): a change to any of it rebuilds the cached pairs, as a config change does (a new synthetic family once
 # reused stale pairs silently).
-_PAIR_CODE = ("training_data/relations.py", "training_data/relations_synthetic.py", "induction", "graph/rules.py")
+_PAIR_CODE = ("training_data/relations.py", "training_data/relations_synthetic.py", "training_data/relations_sources.py",
+              "induction", "graph/rules.py")
 
 
 def _code_hash() -> str:
@@ -115,7 +122,9 @@ _SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n"},
                   "memsyco": {"memsyco_root", "memsyco_max_rows", "memsyco_heldout", "memsyco_continuations",
                               "memsyco_nearest_item"},
                   "locomo": {"locomo", "locomo_max_pairs", "locomo_sessions", "locomo_skip_sessions",
-                             "locomo_shift_pairs"}}
+                             "locomo_shift_pairs"},
+                  "phrasing": {"phrasing", "phrasing_half"},
+                  "beam": {"beam"}}
 
 
 def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
@@ -124,6 +133,7 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
     from induction.offline import OfflineExtractor
     from llmclients.embeddings import EmbedderConfig, make_embedder
     from training_data.relations import PairSet, data_hash, locomo_pairs, memsyco_pairs, synthetic_pairs
+    from training_data.relations_sources import beam_pairs, phrasing_pairs
 
     out.mkdir(parents=True, exist_ok=True)
     emb: Any = None
@@ -155,6 +165,10 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
             if path.is_file():
                 ps = locomo_pairs(path, *a, max_pairs=cfg.locomo_max_pairs, max_sessions=cfg.locomo_sessions,
                                   skip_sessions=cfg.locomo_skip_sessions, max_shift_pairs=cfg.locomo_shift_pairs)
+        elif name == "phrasing" and cfg.phrasing and Path(cfg.phrasing).is_file():
+            ps = phrasing_pairs(cfg.phrasing, cfg.phrasing_half, *a)
+        elif name == "beam" and cfg.beam and Path(cfg.beam).is_dir():
+            ps = beam_pairs(cfg.beam, *a)
         arrs = _arrays(ps, len(STRUCT_NAMES) + 2 * int(emb.dim))
         arrs.update(hash=np.asarray(data_hash(ps)), key=np.asarray(key))
         np.savez_compressed(cache, **arrs)  # type: ignore[arg-type]
@@ -166,6 +180,15 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
     merged["dim"] = np.asarray(emb.dim)
     merged["probe"] = np.asarray(emb.embed([PROBE])[0], dtype=np.float32)
     return merged
+
+
+def source_counts(source: np.ndarray, y: np.ndarray) -> dict[str, dict[str, int]]:
+    """Source (the part of ``PairSet.source`` before the first '/') -> label -> pairs."""
+    out: dict[str, dict[str, int]] = {}
+    for s, lab in zip(source, y):
+        row = out.setdefault(str(s).split("/", 1)[0], {})
+        row[LABELS[int(lab)]] = row.get(LABELS[int(lab)], 0) + 1
+    return {k: dict(sorted(v.items())) for k, v in sorted(out.items())}
 
 
 def _arrays(ps: Any, width: int) -> dict[str, np.ndarray]:
@@ -324,6 +347,8 @@ def train_relations(cfg: RelationTrainConfig) -> RelationTrainResult:
         "train_config": cfg.model_dump(), "data_hash": str(d["hash"]), "pairs": int(train_mask.sum()),
         "validation": vs, "kfold": {k: v for k, v in kf.items() if k != "folds"}, "seed": cfg.seed,
         "counts": {lab: int((y == i).sum()) for i, lab in enumerate(LABELS)},
+        # per source (synthetic, memsyco, locomo, phrasing, beam) and label, over the pairs trained on
+        "source_counts": source_counts(source[train_mask], y[train_mask]),
     }
     written = [str(p) for p in model.save(out, cfg.artefact_name)]
     if cfg.ship:

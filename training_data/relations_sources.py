@@ -1,0 +1,149 @@
+"""Two more sources of relation pairs (issue 44, item 2): the phrasing set's tuning half and BEAM's
+knowledge-update and contradiction questions. Same extractor, same candidate selection and the same
+features as the other sources (training_data/relations.py); only the labelling is theirs.
+
+- phrasing (evaluation/phrasing/cases.jsonl, **tuning half only**: the half is the same blake2b split as
+  ``evaluation.phrasing.split``, re-derived here because training_data sits below evaluation): a case's
+  sessions become one dialogue with the case's own turn ids; a fact of the labelled later turn against a
+  fact of the labelled earlier turn gets the pair's label (SUPERSEDES -> supersedes, CONFLICTS_WITH ->
+  conflicts_with either way round, none -> unrelated); every other pair is unrelated.
+- BEAM (``<root>/100K/<n>/``): for every ``knowledge_update`` question, the original and the updated user
+  turn (``source_chat_ids``) as a two-turn dialogue; the updated turn's fact nearest the question's update
+  reference against the original turn's fact nearest the original reference -> supersedes; every other
+  pair between the two turns is left out (a long BEAM turn says many unrelated things; unknown).
+  ``contradiction_resolution``: the two statements' turns, the pair nearest the question's topic ->
+  conflicts_with, the rest left out. Only the conversations given (the dev copy holds 20).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from induction.extract import CandidateFact
+from induction.offline import OfflineExtractor
+from induction.session import Session, SessionTurn
+from training_data.relations import Embed, Labeler, PairSet, label_dialogue
+
+_REL = {"SUPERSEDES": "supersedes", "CONFLICTS_WITH": "conflicts_with", "none": "unrelated"}
+
+
+def phrasing_half(case_id: str) -> str:
+    """``evaluation.phrasing.split`` of a case id (blake2b, default digest, big-endian; even -> tune)."""
+    return "tune" if int.from_bytes(hashlib.blake2b(case_id.encode("utf-8")).digest(), "big") % 2 == 0 else "test"
+
+
+def _phrasing_session(case: dict[str, Any]) -> Session:
+    turns = []
+    for s, sess in enumerate(case["sessions"]):
+        at = datetime.fromisoformat(str(sess["at"]).replace("Z", "+00:00"))
+        for t, turn in enumerate(sess["turns"]):
+            turns.append(SessionTurn(role=turn["role"], text=turn["text"], at=at + timedelta(seconds=t),
+                                     turn_id=f"{case['id']}-s{s}:{t}"))
+    return Session(session_id=f"{case['id']}-train", user_id=f"rel-phrasing-{case['id']}",
+                   started_at=turns[0].at, turns=tuple(turns))
+
+
+def _phrasing_labeler(case: dict[str, Any]) -> Callable[[list[CandidateFact], np.ndarray], Labeler]:
+    pair = case.get("pair")
+
+    def make(facts: list[CandidateFact], vecs: np.ndarray) -> Labeler:
+        if pair is None:
+            return lambda i, j: "unrelated"
+        later = f"{case['id']}-s{pair['later'][0]}:{pair['later'][1]}"
+        earlier = f"{case['id']}-s{pair['earlier'][0]}:{pair['earlier'][1]}"
+        turn = [c.source_turn_ids[0] if c.source_turn_ids else "" for c in facts]
+        rel = _REL[pair["relation"]]
+
+        def lab(i: int, j: int) -> str:
+            if turn[i] == later and turn[j] == earlier:
+                return rel
+            if rel == "conflicts_with" and turn[i] == earlier and turn[j] == later:
+                return rel
+            return "unrelated"
+        return lab
+    return make
+
+
+def phrasing_pairs(cases_file: str | Path, half: str, embed: Embed, extractor: OfflineExtractor, pair_embedding: bool,
+                   min_similarity: float, max_candidates: int) -> PairSet:
+    """Pairs of the phrasing cases of ``half`` (``tune``; never ``test``)."""
+    if half == "test":
+        raise ValueError("the phrasing test half is never trained on")
+    out = PairSet()
+    for line in Path(cases_file).read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        case = json.loads(line)
+        if half != "all" and phrasing_half(case["id"]) != half:
+            continue
+        out.add(label_dialogue(_phrasing_session(case), _phrasing_labeler(case), f"phrasing/{case['id']}",
+                               f"phrasing/{case['category']}", extractor, embed, pair_embedding, min_similarity,
+                               max_candidates))
+    return out
+
+
+def _messages(chat: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    return {int(m["id"]): m for batch in chat for ex in batch.get("turns", []) for m in ex if "id" in m}
+
+
+def _best_pair(facts: list[CandidateFact], vecs: np.ndarray, new_turn: str, old_turn: str, q_new: np.ndarray,
+               q_old: np.ndarray) -> tuple[int, int] | None:
+    turn = [c.source_turn_ids[0] if c.source_turn_ids else "" for c in facts]
+    new = [i for i, t in enumerate(turn) if t == new_turn]
+    old = [j for j, t in enumerate(turn) if t == old_turn]
+    if not new or not old:
+        return None
+    i = max(new, key=lambda k: float(vecs[k] @ q_new))
+    j = max(old, key=lambda k: float(vecs[k] @ q_old))
+    return i, j
+
+
+def beam_pairs(root: str | Path, embed: Embed, extractor: OfflineExtractor, pair_embedding: bool,
+               min_similarity: float, max_candidates: int, conversations: list[str] | None = None) -> PairSet:
+    out = PairSet()
+    base = Path(root) / "100K" if (Path(root) / "100K").is_dir() else Path(root)
+    for conv in sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: int(p.name) if p.name.isdigit() else 0):
+        if conversations is not None and conv.name not in conversations:
+            continue
+        msgs = _messages(json.loads((conv / "chat.json").read_text()))
+        qs = json.loads((conv / "probing_questions.json").read_text())
+        for kind, a_key, b_key, label in (("knowledge_update", "original_info", "updated_info", "supersedes"),
+                                          ("contradiction_resolution", "first_statement", "second_statement",
+                                           "conflicts_with")):
+            for n, q in enumerate(qs.get(kind, [])):
+                src = q.get("source_chat_ids")
+                if not isinstance(src, dict) or not src.get(a_key) or not src.get(b_key):
+                    continue
+                ids = sorted({int(src[a_key][0]), int(src[b_key][0])})
+                if len(ids) < 2 or any(i not in msgs for i in ids):
+                    continue
+                old_id, new_id = ids
+                refs = [str(r) for r in q.get("conversation_references", [])]
+                if kind == "knowledge_update" and len(refs) >= 2:
+                    q_old, q_new = refs[0], refs[-1]
+                else:
+                    q_old = q_new = str(q.get("topic_questioned") or q.get("question", ""))
+                qv = np.asarray(embed([q_new, q_old]), dtype=np.float32)
+                t0 = datetime(2024, 1, 1)
+                sess = Session(session_id=f"beam-{conv.name}-{kind}-{n}", user_id=f"rel-beam-{conv.name}",
+                               started_at=t0, turns=tuple(
+                                   SessionTurn(role=str(msgs[m]["role"]), text=str(msgs[m]["content"]),
+                                               at=t0 + timedelta(minutes=k), turn_id=f"beam-{conv.name}:{m}")
+                                   for k, m in enumerate((old_id, new_id))))
+                new_t, old_t = f"beam-{conv.name}:{new_id}", f"beam-{conv.name}:{old_id}"
+
+                def labeler(facts: list[CandidateFact], vecs: np.ndarray, new_t: str = new_t, old_t: str = old_t,
+                            qv: np.ndarray = qv, label: str = label) -> Labeler:
+                    best = _best_pair(facts, vecs, new_t, old_t, qv[0], qv[1])
+                    return lambda i, j: label if best is not None and (i, j) == best else None
+
+                out.add(label_dialogue(sess, labeler, f"beam/{conv.name}", f"beam/{kind}", extractor, embed,
+                                       pair_embedding, min_similarity, max_candidates))
+    return out
