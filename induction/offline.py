@@ -25,6 +25,7 @@ from induction.config import OfflineExtractorConfig
 from induction.branch import OntologyBranch
 from induction.clauses import clauses
 from induction.reading.change import MOVED_ON
+from induction.reading.negation import NEGATION as NEGATION_CUES
 from induction.evidence import select_evidence
 from induction.extract import CandidateFact, Cue, ExtractionResult, make_fact_id
 from induction.session import Session
@@ -106,13 +107,8 @@ EVENT = _rx(r"went", r"visited", r"attended", r"bought", r"started", r"finished"
 FRAMING = re.compile(r"\b(?:version|line|account|framing|explanation|story|claim|quote|saying|phrase|hook|idea|"
                      r"take|angle)\b[^:.!?]{0,80}:\s*\S|\b(?:I've|I have) (?:always )?(?:heard|read|been told) that\b|"
                      r"\b(?:I|we) (?:always |usually )?(?:say|tell (?:people|them|everyone)|repeat) that\b", re.I)
-# Polarity of a state. Emphasis ("not only", "can't wait", "never forget", "not alone") is not negation.
-# Positive idioms built on a negation ("I can't get enough of it", "I couldn't be happier", "I can't stop
-# watching") say the opposite of "not": read as polarity, they let "Now I can't get enough of films" replace
-# what it grew out of as if it reversed it. So does novelty ("exploring genres I had never ventured into before").
-NEGATION = re.compile(r"\b(?:not(?! only| just| merely| alone| bad| sure)|never(?! forget| been happier)(?![^.!?;]{0,60}\bbefore\b)|no longer|"
-                      r"hate\w*|dislike\w*|avoid\w*|(?<!n't )stop(?:ped)?|quit|can't stand|isn't for me|wasn't for me)\b|"
-                      r"n't\b(?! only| just| wait| help| believe| imagine| forget| get enough| be happier| stop)", re.I)
+# Polarity of a state (induction.reading.negation: emphasis, positive idioms and a first time negate nothing).
+NEGATION = NEGATION_CUES.regex
 CHITCHAT = re.compile(r"^\s*(?:hey|hi|hello|bye|goodbye|thanks|thank you|thx|wow|haha|lol|omg|congrats|congratulations|"
                       r"awesome|cool|great|nice|sure|ok|okay|yes|yeah|yep|no|nope|sounds (?:good|great|fun)|take care|"
                       r"see you|good luck|me too|same here|i understand|that's (?:so |really )?(?:cool|great|awesome|amazing|"

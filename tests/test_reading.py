@@ -10,15 +10,16 @@ from types import ModuleType
 
 import pytest
 
-from induction.reading import change, corrections, holder, instructions, questions, responses, state
+from induction.reading import change, corrections, holder, instructions, negation, questions, responses, state
 from induction.reading.change import continues, reverses
 from induction.reading.corrections import corrects
 from induction.reading.cues import CueSet
 from induction.reading.holder import speaks_of_self, unprefixed
 from induction.reading.instructions import STANDING_CLASSES, instructs, standing_instruction
+from induction.reading.negation import negates
 from induction.reading.state import holds_state, in_progress, may_replace
 
-MODULES: tuple[ModuleType, ...] = (change, corrections, holder, instructions, questions, responses, state)
+MODULES: tuple[ModuleType, ...] = (change, corrections, holder, instructions, negation, questions, responses, state)
 
 
 def _one(f: Callable[[list[str]], bool]) -> Callable[[str], bool]:
@@ -100,6 +101,12 @@ CLASS_CASES: list[tuple[CueSet, str, str, Callable[[str], bool], bool]] = [
     (corrections.CORRECTION, "reported evidence", "Surveys found most commuters prefer quieter carriages.", corrects, True),
     (corrections.CORRECTION, "debunking", "The idea that goldfish forget everything was debunked.", corrects, True),
     (corrections.CORRECTION, "attribution", "According to the council website, bins go out on Tuesday.", corrects, True),
+    (negation.NEGATION, "not", "The heating is not working again.", negates, True),
+    (negation.NEGATION, "never", "I never fly with budget airlines.", negates, True),
+    (negation.NEGATION, "no longer", "I no longer drive to work.", negates, True),
+    (negation.NEGATION, "aversion", "I avoid the high street on Saturdays.", negates, True),
+    (negation.NEGATION, "stopping", "I quit the pub quiz team.", negates, True),
+    (negation.NEGATION, "contracted not", "I don't eat red meat.", negates, True),
 ]
 
 
@@ -133,6 +140,11 @@ def test_no_pattern_class_is_left_without_a_sentence() -> None:
     (_one(reverses), "Now I'm baking bread every Sunday.", False),  # "now" alone is progress, not a reversal
     (continues, "I still like the flat, but I'd rather live nearer work.", False),  # it also turns against
     (corrects, "According to your message, the party starts at eight.", False),  # the person's own word
+    (negates, "I'd never tried sushi before last night.", False),  # a first time, not a refusal
+    (negates, "I can't wait for the concert.", False),  # emphasis
+    (negates, "I couldn't be happier with the new flat.", False),  # a positive idiom
+    (negates, "Not only did I paint the fence, I fixed the gate.", False),
+    (negates, "I can't stop listening to that album.", False),
     (holds_state, "I moved to Leeds in March.", True),
     (holds_state, "", False),
 ])
