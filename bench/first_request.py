@@ -1,6 +1,6 @@
 """The first request after ingestion: with and without the background warm-up of ``evomem serve``.
 
-Retrieval reads a per-user route index (graph/routes/index.py) that is rebuilt when the user's
+Retrieval reads a per-user route index (retrieval/seeds/index.py) that is rebuilt when the user's
 version moves: the first request after a commit embeds the new facts' retrieval texts and turns and
 re-clusters every fact. ``evomem serve`` starts that rebuild in the background when a session commits
 (``ApiSettings.warm_after_ingest``, ``RouteIndexCache.warm``). This script replays one conversation

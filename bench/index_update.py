@@ -5,7 +5,7 @@ loaded and their route index built once (``cold build``). Then S sessions of 20 
 one by one through ``Memory.apply``; right after each commit one request is served
 (``Memory.retrieve``): its time is the *first request* after the commit, and the part of it spent
 bringing the index to the new version is the *update* (``timings_ms['index']``: extending the
-index by the session's ChangeSet, graph/routes/delta.py; a rebuild before). A second request at the
+index by the session's ChangeSet, retrieval/seeds/delta.py; a rebuild before). A second request at the
 same version is ``steady``. Prints p50 / max per size and the issue-45 bars, from the same run:
 
 - update time per session flat across sizes: max(p50) / min(p50) <= 2;

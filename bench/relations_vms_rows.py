@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 from evaluation.memsyco_annotations import check_against, load_turn_annotations  # noqa: E402
 from evaluation.memsyco_selection import score_row, turn_positions  # noqa: E402
 from evomem.settings import Settings  # noqa: E402
-from graph.retrieval import RetrievalConfig, retrieve  # noqa: E402
+from retrieval.retrieve import RetrievalConfig, retrieve  # noqa: E402
 from induction.adapters import load_memsyco  # noqa: E402
 from induction.branch import validity_map  # noqa: E402
 from induction.config import IngestConfig  # noqa: E402
@@ -56,7 +56,7 @@ def main() -> None:
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON",
                     help="Relation-model settings (induction.config.RelationModelConfig), e.g. change_needs_reversal=true.")
     ap.add_argument("--retrieval", nargs="*", default=[], metavar="KEY=JSON",
-                    help="Retrieval settings (graph.retrieval.RetrievalConfig), e.g. update_turns=false.")
+                    help="Retrieval settings (retrieval.retrieve.RetrievalConfig), e.g. update_turns=false.")
     ap.add_argument("--dump", default=None, metavar="JSONL",
                     help="Also write each row's stored facts (turn, statement, validity, retrieval rank) as JSON Lines, "
                          "to score another matching without ingesting again.")

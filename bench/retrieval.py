@@ -35,9 +35,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from graph.edits import AttachFact, Conflict, CreateConcept, EditBatch, Supersede, apply_batch  # noqa: E402
 from graph.models import Fact, Turn  # noqa: E402
-from graph.retrieval import RetrievalConfig, retrieve  # noqa: E402
-from graph.routes.index import RouteIndexCache  # noqa: E402
-from graph.routes.rank import ROUTES  # noqa: E402
+from retrieval.retrieve import RetrievalConfig, retrieve  # noqa: E402
+from retrieval.seeds.index import RouteIndexCache  # noqa: E402
+from retrieval.seeds.rank import ROUTES  # noqa: E402
 
 VOCAB = ("hiking beach knee coffee tea sushi flight window seat aisle vegan allergy peanut running swim berlin paris "
          "tokyo dog cat piano guitar novel jazz opera tennis yoga cooking garden bike train hotel museum concert "

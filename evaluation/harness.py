@@ -2,7 +2,7 @@
 only once the sessions before it are in memory, and score every system on the same question.
 
 Per question, in one pass: our system (``Memory.retrieve`` = K seeds + relation traversal, rendered
-by ``graph.render.render_context`` under the token budget), its ablations (no traversal = seeds
+by ``retrieval.render.render_context`` under the token budget), its ablations (no traversal = seeds
 only; no relational states = facts rendered without states; no Reasoning State = same context, no
 policy output, reported only when answers are graded with a policy: its retrieval is ours), and the turn baselines over exactly the turns ingested so far. The query is
 embedded once and shared, so every system pays the same embedding and is timed with it.
@@ -24,8 +24,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from evaluation.baselines import BASELINES, BaselineName, TurnIndex
 from evaluation.metrics import score_evidence, turns_of_facts, whitespace_tokens
-from graph.render import render_context
-from graph.retrieval import EvidenceBundle, RetrievalConfig
+from retrieval.render import render_context
+from retrieval.retrieve import EvidenceBundle, RetrievalConfig
 from graph.store import StoreError
 from induction.pipeline import IngestError, Ingestor
 from induction.session import Session

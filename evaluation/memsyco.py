@@ -34,7 +34,7 @@ import numpy as np
 from pydantic import BaseModel
 
 from evaluation.metrics import bootstrap_ci
-from graph.retrieval import EvidenceItem, RetrievalConfig
+from retrieval.retrieve import EvidenceItem, RetrievalConfig
 from induction.adapters import MemsycoRow, load_memsyco
 from induction.branch import validity_map
 from evaluation.memsyco_selection import Matching, MemsycoEvalConfig, evaluate_memsyco

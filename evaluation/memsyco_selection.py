@@ -58,7 +58,7 @@ from typing import Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from graph.retrieval import EvidenceBundle, RetrievalConfig, retrieve
+from retrieval.retrieve import EvidenceBundle, RetrievalConfig, retrieve
 from graph.snapshot import Snapshot
 from evaluation.memsyco_annotations import DEFAULT_TURNS, RowTurns, check_against, load_turn_annotations
 from induction.adapters import MemsycoRow, load_memsyco

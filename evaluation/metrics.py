@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from graph.render import whitespace_tokens as whitespace_tokens  # the one token count (the paper's figures)
+from retrieval.render import whitespace_tokens as whitespace_tokens  # the one token count (the paper's figures)
 from scoring.answers import token_f1
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from graph.retrieval import RetrievalConfig
+from retrieval.retrieve import RetrievalConfig
 from induction.config import IngestConfig
 from llmclients.config import ModelsConfig
 from llmclients.embeddings import EmbedderConfig

@@ -1,1 +1,1 @@
-"""Ground floor: the ontology data model, edit rules, the GraphStore contract with its backends, retrieval and rendering."""
+"""Ground floor: the ontology data model, its edit rules, time travel over it, and the GraphStore contract with its backends."""

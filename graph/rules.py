@@ -421,7 +421,7 @@ def instructs(statement: str) -> bool:
 
 # A standing instruction: a person tells the assistant how to answer from now on ("Always include version
 # numbers when I ask about libraries", "Never use jargon", "From now on, reply in French"). It applies to
-# every later request on its topic, so retrieval gives it a route of its own (graph/routes/rank.py).
+# every later request on its topic, so retrieval gives it a route of its own (retrieval/seeds/rank.py).
 _STANDING = re.compile(
     r"^(?:please\s+)?(?:always|never|from now on|going forward|whenever I ask|every time I ask)\b"
     # "Never been to Japan", "Always loved jazz": a clipped statement about oneself, not an order

@@ -54,7 +54,7 @@ class GraphStore(Protocol):
 
     name: str
     # True where ``version_token`` is a server round trip (Neo4j): the route index cache then runs the
-    # seed routes on its cached index while that read is in flight (graph/routes/index.py: use).
+    # seed routes on its cached index while that read is in flight (retrieval/seeds/index.py: use).
     remote_version_token: bool
 
     def setup(self) -> None:
@@ -81,12 +81,12 @@ class GraphStore(Protocol):
 
     def expand(self, user_id: str, fact_ids: Sequence[str], max_hops: int) -> set[str]:
         """Fact ids within ≤ max_hops SUPERSEDES/CONFLICTS_WITH steps of ``fact_ids`` (either direction),
-        the start ids included. Shared code loops on this until closure (graph/retrieval.py)."""
+        the start ids included. Shared code loops on this until closure (retrieval/retrieve.py)."""
 
     def fetch(self, user_id: str, fact_ids: Sequence[str], hops: int = 0) -> Subgraph:
         """Facts by id plus everything within ``hops`` SUPERSEDES/CONFLICTS_WITH steps (unknown ids are
         ignored), every relation touching them, and their concept paths. One round trip where the
-        backend can; graph/retrieval.py loops on it until closure."""
+        backend can; retrieval/retrieve.py loops on it until closure."""
 
     def turns(self, user_id: str, turn_ids: Sequence[str]) -> list[Turn]: ...
 

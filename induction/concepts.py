@@ -26,7 +26,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from graph.edits import CreateConcept, MergeConcepts, SplitChild, SplitConcept
-from graph.routes.clusters import centroids, leader_kmeans, two_means
+from retrieval.seeds.clusters import centroids, leader_kmeans, two_means
 from graph.snapshot import Snapshot
 from induction.offline import STOP
 

@@ -2,7 +2,7 @@
 
 - ``retract(memory, user, fact_id=... | request=...)`` commits a RETRACT edit: the fact stays, its
   validity becomes ``retracted``, and rendering shows it as "retracted by the user: never rely on
-  this" (graph/render.py). A natural-language request ("forget that I'm vegetarian") is matched to a
+  this" (retrieval/render.py). A natural-language request ("forget that I'm vegetarian") is matched to a
   fact by embedding cosine at/above ``ForgetConfig.match_threshold``; below it, or when two different
   facts tie within ``ambiguity_margin``, nothing is retracted and the candidates are returned in the
   error so the caller can pick one by id.

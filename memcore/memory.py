@@ -7,8 +7,8 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from graph.edits import AttachFact, EditBatch, apply_batch, undo
-from graph.retrieval import EvidenceBundle, RetrievalConfig, retrieve
-from graph.routes.index import RouteIndex, RouteIndexCache
+from retrieval.retrieve import EvidenceBundle, RetrievalConfig, retrieve
+from retrieval.seeds.index import RouteIndex, RouteIndexCache
 from graph.snapshot import ChangeSet, Snapshot
 from graph.store import GraphStore, UnknownUser
 from graph.timeline import TimeView, states_at
@@ -44,7 +44,7 @@ class Memory:
         # store's version token moves; texts are embedded once (memoised) across versions.
         self.routes = RouteIndexCache(lambda texts: self.embedder.embed(texts))
         # a store that reports its commits (the embedded one) has the index extended by each ChangeSet
-        # rather than rebuilt (graph/routes/delta.py)
+        # rather than rebuilt (retrieval/seeds/delta.py)
         listen = getattr(store, "add_commit_listener", None)
         if listen is not None:
             listen(self.routes.note)
@@ -110,7 +110,7 @@ class Memory:
                  routes: tuple[str, ...] | None = None) -> EvidenceBundle:
         """Seeds from the configured routes + traversal with relational states. ``as_of`` (valid time)
         and ``known_at`` (recorded time) answer from the memory as it was then (graph/timeline.py);
-        ``allowed_ids``/``now`` are the lower-level form of the same restriction (graph.retrieval)."""
+        ``allowed_ids``/``now`` are the lower-level form of the same restriction (retrieval.retrieve)."""
         cfg = self.retrieval.model_copy(update={k: v for k, v in {"k": k, "traverse": traverse, "routes": routes}.items()
                                                 if v is not None})
         view = TimeView(as_of=as_of, known_at=known_at)

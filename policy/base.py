@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from graph.retrieval import EvidenceBundle
+from retrieval.retrieve import EvidenceBundle
 from policy.state import ReasoningState
 
 

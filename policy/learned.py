@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from graph.retrieval import EvidenceBundle
+from retrieval.retrieve import EvidenceBundle
 from llmclients.chat import ChatModel, ChatResult
 from policy.perfact import assemble, fact_messages, is_per_fact
 from policy.prompt import as_dicts, load_prompt, policy_messages

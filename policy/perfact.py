@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from graph.render import fact_line, holder_mark
-from graph.retrieval import EvidenceBundle
+from retrieval.render import fact_line, holder_mark
+from retrieval.retrieve import EvidenceBundle
 from llmclients.chat import ChatMessage
 from policy.answer_prompts import options_block
 from policy.prompt import load_prompt

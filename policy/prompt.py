@@ -1,7 +1,7 @@
 """The policy's prompt: request + options + facts with relational states -> chat messages.
 
 Prompts are data (``policy/prompts/<name>.yaml``, each with a ``version``); this module only fills
-them. Facts are rendered by ``graph.render.render_context`` — the very renderer serving uses — so the
+them. Facts are rendered by ``retrieval.render.render_context`` — the very renderer serving uses — so the
 policy sees the same evidence text in training and at inference. A token budget drops whole relation
 groups (never half an update), which is how prompts are kept under the configured cap (8192 tokens in
 the paper): TRL's GRPOTrainer no longer truncates prompts itself.
@@ -14,8 +14,8 @@ from functools import cache
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from graph.render import render_context, whitespace_tokens
-from graph.retrieval import EvidenceBundle
+from retrieval.render import render_context, whitespace_tokens
+from retrieval.retrieve import EvidenceBundle
 from llmclients.chat import ChatMessage
 from llmclients.prompt_files import load_prompt_file
 from policy.answer_prompts import answer_messages as build_answer_messages

@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from graph.retrieval import EvidenceItem
+from retrieval.retrieve import EvidenceItem
 from policy.state import ReasoningState
 
 STOPWORDS = frozenset(

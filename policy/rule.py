@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 
-from graph.retrieval import EvidenceBundle, EvidenceItem
+from retrieval.retrieve import EvidenceBundle, EvidenceItem
 from policy.state import MAX_RULE_WORDS, MAX_RULES, ReasoningState, StateParseError, parse_state
 
 PAST_CUES = re.compile(r"\b(used to|previously|in the past|history|formerly|originally|at first|did i|was i|"

@@ -35,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Literal
 
-from graph.retrieval import components
+from retrieval.retrieve import components
 from graph.rules import EVIDENCE_HOLDERS
 from policy.rewards import AnswerModel, BaselineCache, RewardConfig, state_reward
 from policy.rule import RulePolicy

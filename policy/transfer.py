@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from graph.retrieval import EvidenceBundle, EvidenceItem, Explain
+from retrieval.retrieve import EvidenceBundle, EvidenceItem, Explain
 from induction.pipeline import IngestError, Ingestor
 from induction.session import Session, SessionTurn
 from memcore.memory import Memory

@@ -26,7 +26,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from graph.retrieval import EvidenceItem
+from retrieval.retrieve import EvidenceItem
 from graph.rules import EVIDENCE_HOLDERS
 from policy.state import PRIORITIES, ROLES
 from training_data.base import TrainingInstance

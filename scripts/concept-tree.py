@@ -15,7 +15,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from graph.embedded import EmbeddedStore  # noqa: E402
-from graph.routes.index import retrieval_text  # noqa: E402
+from retrieval.seeds.index import retrieval_text  # noqa: E402
 from induction.concepts import ConceptInductionConfig, induce_tree, render_tree  # noqa: E402
 from llmclients.embeddings import EmbedderConfig, make_embedder  # noqa: E402
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from evaluation.harness import Harness, HarnessConfig  # noqa: E402
 from evaluation.report import build_report  # noqa: E402
 from evomem.commands.eval_cmds import open_cached  # noqa: E402
-from graph.retrieval import RetrievalConfig  # noqa: E402
+from retrieval.retrieve import RetrievalConfig  # noqa: E402
 from induction.pipeline import make_ingestor  # noqa: E402
 
 M = ("hit_rate", "coverage", "complete_retrieval_rate", "answer_token_recall", "context_tokens_mean", "items_mean",

@@ -21,8 +21,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evomem.commands.eval_cmds import open_cached  # noqa: E402
-from graph.render import render_context  # noqa: E402
-from graph.retrieval import RetrievalConfig  # noqa: E402
+from retrieval.render import render_context  # noqa: E402
+from retrieval.retrieve import RetrievalConfig  # noqa: E402
 
 
 def main() -> int:

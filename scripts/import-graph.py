@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 # floor arrows are allowed but must not form a cycle.
 FLOORS: list[tuple[str, ...]] = [
     ("graph", "llmclients"),  # the data model and storage; model clients
+    ("retrieval",),  # finding a request's evidence: seed routes, traversal, the bundle and its rendering
     ("memcore", "scoring"),  # the Memory facade; scoring answers (F1, the LLM judge)
     ("induction", "training_data"),  # writing memories; building training sets
     ("policy",),  # the Reasoning-State policy (trains on training_data)

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from evaluation.metrics import score_evidence, turns_of_facts  # noqa: E402
 from evomem.commands.eval_cmds import open_cached  # noqa: E402
-from graph.render import render_context  # noqa: E402
-from graph.retrieval import RetrievalConfig  # noqa: E402
+from retrieval.render import render_context  # noqa: E402
+from retrieval.retrieve import RetrievalConfig  # noqa: E402
 
 
 def main() -> int:

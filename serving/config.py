@@ -58,4 +58,4 @@ class ApiSettings(BaseModel):
     max_page: int = Field(default=500, ge=1, description="Largest 'limit' for fact listings.")
     warm_after_ingest: bool = Field(default=True, description="After a session commits, rebuild that user's route "
                                     "index in the background, so their next request does not pay for it "
-                                    "(graph.routes.index.RouteIndexCache.warm).")
+                                    "(retrieval.seeds.index.RouteIndexCache.warm).")

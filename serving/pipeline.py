@@ -19,8 +19,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from graph.models import RelationalState
-from graph.render import render_context
-from graph.retrieval import EvidenceBundle
+from retrieval.render import render_context
+from retrieval.retrieve import EvidenceBundle
 from llmclients.chat import ChatError, ChatMessage, ChatModel, ChatResult
 from llmclients.config import ModelEndpointConfig, ModelsConfig
 from llmclients.factory import make_chat_model

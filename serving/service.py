@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from graph.edits import EditBatch, EditRejected
 from graph.models import utcnow
-from graph.render import render_context
+from retrieval.render import render_context
 from graph.snapshot import Snapshot
 from graph.timeline import TimeView, parse_include, states_at
 from induction.forget import ForgetError, purge, retract

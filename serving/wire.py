@@ -11,8 +11,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from graph.models import Edit, Fact, RelationalState, Turn
-from graph.render import RenderedContext
-from graph.evidence import Explain
+from retrieval.render import RenderedContext
+from retrieval.evidence import Explain
 from policy.state import ReasoningState
 
 

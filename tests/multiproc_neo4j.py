@@ -100,7 +100,7 @@ def _worker(a: argparse.Namespace) -> None:
     from graph.edits import AttachFact, EditBatch, Supersede
     from graph.models import Fact
     from graph.neo4j import Neo4jStore
-    from graph.retrieval import RetrievalConfig
+    from retrieval.retrieve import RetrievalConfig
     from graph.store import UnknownUser
     from llmclients.embeddings import HashEmbedder
 

@@ -1,4 +1,4 @@
-"""Requests that draw on the assistant or span the conversation (graph/routes/breadth.py): the pattern
+"""Requests that draw on the assistant or span the conversation (retrieval/seeds/breadth.py): the pattern
 tables, the holder factor, and brief lines through a real embedded store."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 from graph.edits import CreateConcept, EditBatch
 from graph.embedded.store import EmbeddedStore
 from graph.models import Fact
-from graph.retrieval import RetrievalConfig
-from graph.routes.breadth import asks_broadly, draws_on_assistant
+from retrieval.retrieve import RetrievalConfig
+from retrieval.seeds.breadth import asks_broadly, draws_on_assistant
 from tests.test_contract import EMB, attach, commit
 
 
@@ -64,7 +64,7 @@ def test_for_request_overrides_the_holder_factor_only_for_broad_requests() -> No
 
 
 def test_a_request_that_spans_the_conversation_gets_brief_lines(tmp_path: Path) -> None:
-    from graph.render import render_context
+    from retrieval.render import render_context
     from memcore.memory import Memory
 
     long = ("I finally moved the budget tracker from SQLite to PostgreSQL 15 on Render last weekend after the "

@@ -10,8 +10,8 @@ import pytest
 
 from graph.edits import CreateConcept, EditBatch
 from graph.models import Turn
-from graph.routes.context import disposition, refers_back
-from graph.routes.rank import ROUTES
+from retrieval.seeds.context import disposition, refers_back
+from retrieval.seeds.rank import ROUTES
 from memcore.memory import Memory
 from tests.test_contract import EMB, T0, attach, commit, fact
 

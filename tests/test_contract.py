@@ -11,8 +11,8 @@ import pytest
 from graph.edits import (AttachFact, Conflict, CreateConcept, EditBatch, EditRejected, MergeConcepts, Retract,
                          SplitChild, SplitConcept, Supersede, apply_batch, undo)
 from graph.models import Fact, Turn
-from graph.render import render_context
-from graph.retrieval import RetrievalConfig, retrieve
+from retrieval.render import render_context
+from retrieval.retrieve import RetrievalConfig, retrieve
 from graph.store import ConcurrentModification, ReadOnlyViolation, StoreError
 from graph.cypher.errors import CypherRefused
 from llmclients.embeddings import HashEmbedder
@@ -104,7 +104,7 @@ def test_retrieval_pairs_update_with_its_counterpart(store: Any) -> None:
 def test_an_update_arrives_with_its_whole_turn(store: Any) -> None:
     """A change said over two sentences: the update's turn-mate comes with it (and the turn-mate of a fact
     that updates nothing does not), on the store path and on the route-index path alike."""
-    from graph.routes.index import RouteIndexCache
+    from retrieval.seeds.index import RouteIndexCache
 
     vacation_user(store)
     u = "maya"
@@ -345,7 +345,7 @@ def test_traversal_closure_on_long_chain_and_clique(store: Any) -> None:
     edits += [attach(fact(u, f"k{i}", f"claim {i}", "belief"), f"{u}:c") for i in range(8)]
     edits += [Conflict(a=f"{u}:k{i}", b=f"{u}:k{j}") for i in range(8) for j in range(i + 1, 8)]
     commit(store, EditBatch(user_id=u, edits=edits))
-    from graph.retrieval import traverse
+    from retrieval.retrieve import traverse
 
     sub, rounds, capped = traverse(store, u, [f"{u}:v0"], RetrievalConfig(max_hops=4))
     assert set(sub.facts) == {f"{u}:v{i}" for i in range(n)} and not capped and rounds >= 2

@@ -17,13 +17,13 @@ from typing import Any
 
 import pytest
 
-from graph.routes.rank import ROUTES
+from retrieval.seeds.rank import ROUTES
 from evaluation.harness import Episode, EvalQuestion, Harness, HarnessConfig, time_ordered
 from evaluation.locomo import locomo_episodes, malformed_pieces
 from evaluation.metrics import whitespace_tokens
 from evaluation.report import build_report, markdown, write_outputs
 from memcore.memory import Memory
-from graph.render import render_context
+from retrieval.render import render_context
 from induction.adapters import normalize_evidence
 from induction.pipeline import make_ingestor
 from induction.session import Session, SessionFormatError

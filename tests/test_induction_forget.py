@@ -10,8 +10,8 @@ import pytest
 
 from memcore.memory import Memory
 from graph.edits import check_invariants
-from graph.render import render_context
-from graph.retrieval import retrieve
+from retrieval.render import render_context
+from retrieval.retrieve import retrieve
 from induction.forget import ForgetError, plan_purge_turns, purge, purge_turns, request_text, retract
 from induction.history import fact_history
 from induction.offline import OfflineExtractor

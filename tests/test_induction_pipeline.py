@@ -13,7 +13,7 @@ import pytest
 from memcore.memory import Memory
 from graph.edits import AttachFact, EditBatch, apply_batch
 from graph.models import Fact
-from graph.retrieval import retrieve
+from retrieval.retrieve import retrieve
 from graph.snapshot import Snapshot
 from induction.adjudicate import LLMAdjudicator, RuleAdjudicator
 from induction.config import IngestConfig, RuleAdjudicatorConfig

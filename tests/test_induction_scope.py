@@ -85,7 +85,7 @@ def test_extracted_facts_carry_their_scope() -> None:
 
 def test_a_scoped_fact_is_retrieved_out_of_scope_and_rendered_with_it(embedded_memory: Any) -> None:
     """Scope informs use, never retrieval: a request outside the scope still gets the fact, marked."""
-    from graph.render import render_context
+    from retrieval.render import render_context
     from induction.config import IngestConfig
     from induction.offline import OfflineExtractor
     from induction.pipeline import Ingestor

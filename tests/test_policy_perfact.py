@@ -47,7 +47,7 @@ def test_a_fact_prompt_shows_that_fact_and_only_its_linked_partners(prompt: str)
 def test_v2_names_whose_memory_before_the_statement_and_drops_partner_marks() -> None:
     """The astronauts' report and the user's belief it contradicts: in v1 their prompts differ only in where
     "(said by the assistant)" sits; in v2 the heading differs before either statement."""
-    from graph.evidence import EvidenceBundle, EvidenceItem, Explain
+    from retrieval.evidence import EvidenceBundle, EvidenceItem, Explain
     from graph.models import Fact, RelationalState
 
     belief = Fact(fact_id="b", user_id="u", statement="Believes the Great Wall is visible from space",

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from graph.models import Fact
-from graph.retrieval import EvidenceItem
+from retrieval.retrieve import EvidenceItem
 from graph.rules import derive_state
 from policy.reader import AnswerReader
 from policy.rewards import BaselineCache, ReaderAnswerModel, RewardConfig, state_reward

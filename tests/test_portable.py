@@ -17,7 +17,7 @@ import pytest
 from evomem.cli import main
 from graph.edits import AttachFact, CreateConcept, EditBatch
 from graph.models import Fact
-from graph.retrieval import RetrievalConfig
+from retrieval.retrieve import RetrievalConfig
 from graph.portable import FORMAT_VERSION, ImportRefused, PortableError, export_user, import_user, loads
 from induction.forget import retract
 from llmclients.embeddings import HashEmbedder
@@ -185,7 +185,7 @@ def test_locomo_migration_embedded_to_neo4j_and_back(capsys: pytest.CaptureFixtu
     report = json.loads(out)["users"]
     assert report and all(r["verified"] for r in report) and sum(r["facts"] for r in report) > 50
     users = [r["user_id"] for r in report]
-    # The default retrieval reads a per-user RouteIndex built from the snapshot (graph/routes/: dense,
+    # The default retrieval reads a per-user RouteIndex built from the snapshot (retrieval/seeds/: dense,
     # BM25, turn, concept, entity and time routes in Python), so seeds, traversal and states are the same
     # item for item on both backends; dense-only through each store's own vector search is checked too
     # (ties broken by id, graph/vectors.py).

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from graph.edits import (AttachFact, Conflict, CreateConcept, EditBatch, EditRejected, MergeConcepts, Resolve, Retract,
                          SplitChild, SplitConcept, Supersede, apply_batch, undo)
 from graph.models import FACT_KINDS, Fact
-from graph.retrieval import RetrievalConfig, traverse
+from retrieval.retrieve import RetrievalConfig, traverse
 from graph.snapshot import Snapshot
 
 OPS = ["create"] + ["attach"] * 4 + ["supersede"] * 3 + ["conflict"] * 3 + ["resolve", "retract", "merge", "split", "undo"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from graph.models import Fact, RelationalState
-from graph.render import fact_line
-from graph.retrieval import EvidenceBundle, EvidenceItem
+from retrieval.render import fact_line
+from retrieval.retrieve import EvidenceBundle, EvidenceItem
 
 
 def _line(statement: str, holder: str) -> str:
@@ -45,7 +45,7 @@ def test_holder_is_named_exactly_once(statement: str, holder: str, mark: str | N
     (dict(validity="current", scope="unless the connection is impractical"), " [unless the connection is impractical]"),
 ])
 def test_compact_line_marks_only_what_changes_use(state: dict[str, object], marks: str) -> None:
-    from graph.render import compact_line
+    from retrieval.render import compact_line
 
     fact = Fact(fact_id="u::f1", user_id="u", statement="Likes green tea", kind="preference")
     item = EvidenceItem(alias="F1", fact=fact, state=RelationalState(fact_id="u::f1", **state),  # type: ignore[arg-type]
@@ -55,8 +55,8 @@ def test_compact_line_marks_only_what_changes_use(state: dict[str, object], mark
 
 
 def test_adaptive_depth_stops_where_the_fused_score_falls_off() -> None:
-    from graph.render import render_context
-    from graph.retrieval import EvidenceBundle, Explain
+    from retrieval.render import render_context
+    from retrieval.retrieve import EvidenceBundle, Explain
 
     items = [EvidenceItem(alias=f"F{n}", fact=Fact(fact_id=f"u::f{n}", user_id="u", statement=f"fact number {n}"),
                           state=RelationalState(fact_id=f"u::f{n}", validity="current"), seed=True, score=s, group=n)
@@ -70,7 +70,7 @@ def test_adaptive_depth_stops_where_the_fused_score_falls_off() -> None:
 def _group_bundle() -> EvidenceBundle:
     """One relation group: a new turn's fact (F3, seed) replaced two facts of an earlier turn (F1 seed,
     F2 reached by traversal only), plus an unrelated seed (F4)."""
-    from graph.retrieval import EvidenceBundle, Explain
+    from retrieval.retrieve import EvidenceBundle, Explain
 
     def item(n: int, text: str, seed: bool, group: int, **state: object) -> EvidenceItem:
         return EvidenceItem(alias=f"F{n}", fact=Fact(fact_id=f"u::f{n}", user_id="u", statement=text),
@@ -88,7 +88,7 @@ def _group_bundle() -> EvidenceBundle:
 
 
 def test_a_seed_costs_its_line_its_replacement_and_one_marker() -> None:
-    from graph.render import render_context
+    from retrieval.render import render_context
 
     b = _group_bundle()
     ctx = render_context(b, budget=600)
@@ -110,7 +110,7 @@ def test_a_seed_costs_its_line_its_replacement_and_one_marker() -> None:
 
 
 def test_group_marker_names_partners_by_their_standing() -> None:
-    from graph.render import group_marker
+    from retrieval.render import group_marker
 
     def item(n: int, **state: object) -> EvidenceItem:
         return EvidenceItem(alias=f"F{n}", fact=Fact(fact_id=f"u::f{n}", user_id="u", statement="x"),
@@ -124,8 +124,8 @@ def test_group_marker_names_partners_by_their_standing() -> None:
 
 
 def test_a_current_seed_spells_out_its_conflict_but_names_what_it_replaced() -> None:
-    from graph.render import render_context
-    from graph.retrieval import Explain
+    from retrieval.render import render_context
+    from retrieval.retrieve import Explain
 
     def item(n: int, seed: bool, **state: object) -> EvidenceItem:
         return EvidenceItem(alias=f"F{n}", fact=Fact(fact_id=f"u::f{n}", user_id="u", statement=f"statement {n}"),
@@ -147,8 +147,8 @@ def test_a_current_seed_spells_out_its_conflict_but_names_what_it_replaced() -> 
 
 
 def test_a_seed_replaced_by_several_sentences_spells_out_the_latest_and_names_the_rest() -> None:
-    from graph.render import render_context
-    from graph.retrieval import Explain
+    from retrieval.render import render_context
+    from retrieval.retrieve import Explain
 
     def item(n: int, seed: bool, **state: object) -> EvidenceItem:
         return EvidenceItem(alias=f"F{n}", fact=Fact(fact_id=f"u::f{n}", user_id="u", statement=f"statement {n}"),

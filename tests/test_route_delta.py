@@ -1,5 +1,5 @@
 """The route index extended by each commit's ChangeSet ranks exactly as one rebuilt from the snapshot
-(graph/routes/delta.py), and what it cannot extend (a delete, a purge) is rebuilt."""
+(retrieval/seeds/delta.py), and what it cannot extend (a delete, a purge) is rebuilt."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from graph.bm25 import BM25
 from graph.edits import AttachFact, Conflict, CreateConcept, EditBatch, Retract, Supersede
 from graph.embedded.store import EmbeddedStore
 from graph.models import Fact, Turn
-from graph.retrieval import RetrievalConfig, retrieve
-from graph.routes.index import RouteIndex, RouteIndexCache
-from graph.routes.rank import ROUTES
-from graph.routes.textindex import TextIndex
+from retrieval.retrieve import RetrievalConfig, retrieve
+from retrieval.seeds.index import RouteIndex, RouteIndexCache
+from retrieval.seeds.rank import ROUTES
+from retrieval.seeds.textindex import TextIndex
 from graph.store import PurgeSet
 from llmclients.embeddings import HashEmbedder
 from memcore.memory import Memory
@@ -155,7 +155,7 @@ def test_text_index_scores_are_bm25s_to_the_bit(seed: int) -> None:
 def test_tie_order_values_sort_as_the_keys_whatever_the_append_order() -> None:
     """``Order``: rows appended in any key order get values that sort as their keys; a run of keys into
     one gap (here 80 halvings) renumbers instead of colliding."""
-    from graph.routes.model import Order
+    from retrieval.seeds.model import Order
 
     rng = random.Random(1)
     keys = [f"f{rng.randrange(10**6):06d}" for _ in range(50)]

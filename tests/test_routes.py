@@ -11,9 +11,9 @@ import pytest
 from graph.edits import CreateConcept, MergeConcepts, SplitConcept
 from graph.embedded.store import EmbeddedStore
 from graph.models import Concept, Fact
-from graph.retrieval import RetrievalConfig, diversify, fuse_routes
-from graph.routes.index import entities_of, information_of, retrieval_text
-from graph.routes.timeq import time_window
+from retrieval.retrieve import RetrievalConfig, diversify, fuse_routes
+from retrieval.seeds.index import entities_of, information_of, retrieval_text
+from retrieval.seeds.timeq import time_window
 from graph.snapshot import Snapshot
 from induction.concepts import ConceptInductionConfig, characteristic_terms, induce_tree, plan_concept_edits
 from memcore.memory import Memory
@@ -177,7 +177,7 @@ def test_warm_builds_the_index_once_in_the_background(tmp_path: Path, monkeypatc
     build), a later commit queues a rebuild at its own version, and ``close`` leaves no thread running."""
     import threading
 
-    import graph.routes.index as ix
+    import retrieval.seeds.index as ix
     from graph.edits import EditBatch
     from tests.test_contract import attach, commit, fact
 
@@ -213,7 +213,7 @@ def test_a_background_build_holds_up_no_other_user_and_is_not_repeated(tmp_path:
     import threading
     from concurrent.futures import ThreadPoolExecutor
 
-    from graph.routes.index import RouteIndexCache
+    from retrieval.seeds.index import RouteIndexCache
 
     gate, entered, calls = threading.Event(), threading.Event(), []
 
@@ -351,7 +351,7 @@ def test_neo4j_index_built_while_a_user_was_created_does_not_survive_its_purge(n
 
 def test_the_store_seed_path_weighs_holders_too(tmp_path: Path) -> None:
     from graph.edits import CreateConcept as CC, EditBatch
-    from graph.retrieval import retrieve
+    from retrieval.retrieve import retrieve
     from tests.test_contract import attach, commit
 
     store = EmbeddedStore(tmp_path / "db")
@@ -364,7 +364,7 @@ def test_the_store_seed_path_weighs_holders_too(tmp_path: Path) -> None:
     even = {s.fact_id: s.score for s in retrieve(store, "ada", q, qv, RetrievalConfig(holder_weights={})).explain.seeds}
     half = {s.fact_id: s.score for s in retrieve(store, "ada", q, qv, RetrievalConfig()).explain.seeds}  # assistant 0.5
     assert half["ada:a"] == pytest.approx(even["ada:a"] * 0.5) and half["ada:u"] == pytest.approx(even["ada:u"])
-    # a broad request weighs the assistant fully (graph/routes/breadth.py), on this path too
+    # a broad request weighs the assistant fully (retrieval/seeds/breadth.py), on this path too
     q = "summarize my jazz piano lessons so far"
     qv = [float(x) for x in EMB.embed([q])[0]]
     even = {s.fact_id: s.score for s in retrieve(store, "ada", q, qv, RetrievalConfig(holder_weights={})).explain.seeds}
@@ -374,13 +374,13 @@ def test_the_store_seed_path_weighs_holders_too(tmp_path: Path) -> None:
 
 
 def _index(facts: list[Fact], turns: list[tuple[str, str, str]]):  # type: ignore[no-untyped-def]
-    from graph.routes.index import build_index
+    from retrieval.seeds.index import build_index
 
     return build_index(Snapshot(user_id="u", facts={f.fact_id: f for f in facts}), turns, "v1", None)
 
 
 def test_a_turn_that_repeats_an_earlier_one_takes_no_turn_rank() -> None:
-    from graph.routes.rank import RouteContext
+    from retrieval.seeds.rank import RouteContext
 
     said = "my sprint two deadline is April nineteen"
     facts = [Fact(fact_id="a", user_id="u", statement=said, source_turn_ids=("t1", "t2")),
@@ -410,7 +410,7 @@ def test_standing_instruction(statement: str, standing: bool) -> None:
 
 
 def test_the_instruction_route_ranks_only_a_persons_standing_instructions() -> None:
-    from graph.routes.rank import RouteContext
+    from retrieval.seeds.rank import RouteContext
 
     facts = [Fact(fact_id="i1", user_id="u", statement="Always use bullet points when I ask about my resume."),
              Fact(fact_id="i2", user_id="u", statement="Always give dates as Month Day, Year when I ask about deadlines."),
@@ -425,7 +425,7 @@ def test_the_instruction_route_ranks_only_a_persons_standing_instructions() -> N
 
 def _placed_index(facts: list[Fact], turns: list[tuple[str, str, str, str, int]]):  # type: ignore[no-untyped-def]
     """An index whose turns carry (session, position): (turn_id, role, text, session, seq)."""
-    from graph.routes.index import build_index
+    from retrieval.seeds.index import build_index
 
     return build_index(Snapshot(user_id="u", facts={f.fact_id: f for f in facts}), [t[:3] for t in turns], "v1", None,
                        turn_when={t[0]: (None, t[4]) for t in turns}, turn_session={t[0]: t[3] for t in turns})
@@ -447,7 +447,7 @@ def _chat() -> tuple[list[Fact], list[tuple[str, str, str, str, int]]]:
 
 
 def test_the_neighbour_route_reads_the_turns_around_a_seed_speaker_first_within_its_session() -> None:
-    from graph.routes.rank import RouteContext
+    from retrieval.seeds.rank import RouteContext
 
     facts, turns = _chat()
     idx = _placed_index(facts, turns)
@@ -463,7 +463,7 @@ def test_the_neighbour_route_reads_the_turns_around_a_seed_speaker_first_within_
 
 
 def test_the_neighbour_route_brings_the_answer_that_follows_the_setup() -> None:
-    from graph.retrieval import route_seeds
+    from retrieval.retrieve import route_seeds
 
     facts, turns = _chat()
     idx = _placed_index(facts, turns)
@@ -477,7 +477,7 @@ def test_the_neighbour_route_brings_the_answer_that_follows_the_setup() -> None:
 
 
 def test_the_neighbour_route_widens_k_instead_of_displacing_a_seed() -> None:
-    from graph.retrieval import route_seeds
+    from retrieval.retrieve import route_seeds
 
     facts, turns = _chat()
     idx = _placed_index(facts, turns)

@@ -46,7 +46,7 @@ def test_answer_runs_every_stage(memory: Memory) -> None:
     assert kw["max_tokens"] == 256 and kw["temperature"] == 0.0
     hiking = next(e for e in res.evidence if e.fact_id == "maya::f::hiking")
     assert hiking.validity == "superseded" and not hiking.seed  # traversal brought it
-    # what a seed replaced is named by the marker line, not spelled out (graph/render.py)
+    # what a seed replaced is named by the marker line, not spelled out (retrieval/render.py)
     assert not hiking.in_context and f"↳ {hiking.alias} superseded by" in user
     assert any(r.startswith("SUPERSEDES <-") for r in hiking.relations)
 

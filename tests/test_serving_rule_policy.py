@@ -7,7 +7,7 @@ import pytest
 from evomem.examples import fact_id, load_history
 from memcore.memory import Memory
 from graph.edits import EditBatch, Retract
-from graph.retrieval import EvidenceBundle
+from retrieval.retrieve import EvidenceBundle
 from policy.base import Policy
 from policy.rule import RulePolicy, scope_applies
 from policy.state import MAX_RULES, StateParseError, parse_state
@@ -79,7 +79,7 @@ def test_past_questions_keep_history_in_play(memory: Memory) -> None:
 
 
 def test_empty_evidence_is_refused() -> None:
-    from graph.retrieval import Explain
+    from retrieval.retrieve import Explain
 
     empty = EvidenceBundle(user_id="u", query="q", items=[], explain=Explain(query="q", k=1, seeds=[],
                                                                             added_by_traversal=[]))

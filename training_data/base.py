@@ -1,7 +1,7 @@
 """What a policy-training instance is, and how a source assembles one (D.1 of the EvoMemState paper).
 
 An instance is ``(request, evidence with relational states, reference answer, choices, scorer id,
-category, metadata)``. The evidence reuses the serving models (``graph.retrieval.EvidenceItem`` with a
+category, metadata)``. The evidence reuses the serving models (``retrieval.retrieve.EvidenceItem`` with a
 real ``Fact`` and a ``RelationalState`` derived by ``graph.rules.derive_state``), so the policy trains on
 exactly what retrieval hands it at inference time. ``gold`` is an answer key (which fact should be used,
 in which role) for diagnostics and the oracle upper bound; it is never shown to the policy.
@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from graph.models import Fact, FactKind, Relation
-from graph.retrieval import EvidenceBundle, EvidenceItem, Explain, components
+from retrieval.retrieve import EvidenceBundle, EvidenceItem, Explain, components
 from graph.rules import derive_state
 
 # training_data sits below policy in the dependency order, so the Reasoning State vocabulary is repeated

@@ -202,7 +202,7 @@ def build_retrieved(out_dir: str | Path, cfg: RetrievedBuildConfig,
     from llmclients.embeddings import make_embedder
     from memcore.memory import Memory
     from memcore.stores import StoreConfig, open_store
-    from graph.retrieval import RetrievalConfig
+    from retrieval.retrieve import RetrievalConfig
 
     cases: list[Case] = []
     if cfg.memsyco_root:

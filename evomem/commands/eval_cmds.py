@@ -57,7 +57,7 @@ class EvalOptions(LLMOptions):
     ablations: bool = Field(default=True, description="Also score the ablations (no traversal, no relational states, "
                             "no Reasoning State).")
     retrieval: dict[str, Any] | None = Field(default=None, description="Seed-search overrides as JSON, e.g. "
-                                             "'{\"dense_candidates\": 100, \"max_facts\": 60}' (graph.retrieval.RetrievalConfig).")
+                                             "'{\"dense_candidates\": 100, \"max_facts\": 60}' (retrieval.retrieve.RetrievalConfig).")
     min_score_ratio: float | None = Field(default=None, gt=0, lt=1, description="Adaptive depth: stop rendering our "
                                           "context where the fused seed score falls below this share of the top one.")
     depth_ratios: list[float] | None = Field(default=None, description="Also score our context at these adaptive-depth "
@@ -222,7 +222,7 @@ def _run_dialogue(opts: EvalOptions, ing: Any, mem: Any, prefix: str, meta: dict
     from evaluation import beam, locomo
     from evaluation.harness import Harness, HarnessConfig
     from evaluation.report import build_report
-    from graph.retrieval import RetrievalConfig
+    from retrieval.retrieve import RetrievalConfig
 
     module = locomo if opts.benchmark == "locomo" else beam
     episodes = (locomo.locomo_episodes(opts.data, user_prefix=prefix) if opts.benchmark == "locomo"

@@ -157,7 +157,7 @@ def _retrieval_lines(b: Any) -> list[str]:
 
 def cmd_retrieve(opts: RetrieveOptions) -> int:
     from memcore.memory import Memory
-    from graph.render import render_context
+    from retrieval.render import render_context
 
     mem = Memory.from_settings(opts.settings())
     b = mem.retrieve(opts.user, opts.query, k=opts.k, traverse=opts.traverse, as_of=opts.as_of, known_at=opts.known_at)

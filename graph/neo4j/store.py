@@ -208,7 +208,7 @@ class Neo4jStore:
         run(Q.DELETE_CONCEPTS, list(cs.concepts_delete))
 
     # -- retrieval reads --
-    # The route index cache (graph/routes/index.py) reads this on every request and runs the seed
+    # The route index cache (retrieval/seeds/index.py) reads this on every request and runs the seed
     # routes on its cached index while the read is in flight: the round trip overlaps the work.
     remote_version_token = True
 

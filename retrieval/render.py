@@ -8,7 +8,7 @@ line spells validity, relations, scope and kind.
 
 A request that spans the conversation (a summary, an order of topics) needs many turns, not all the
 words of each: retrieval then sets each long fact's ``brief`` (its most informative words,
-graph/routes/breadth.py) and the compact line writes that instead of the statement.
+retrieval/seeds/breadth.py) and the compact line writes that instead of the statement.
 
 Adaptive depth: with ``min_score_ratio`` the renderer also stops at the first unit whose best fused
 seed score falls below that share of the top seed's score, so an easy request gets a short context.
@@ -33,7 +33,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from graph.evidence import EvidenceBundle, EvidenceItem
+from retrieval.evidence import EvidenceBundle, EvidenceItem
 
 
 def whitespace_tokens(text: str) -> int:

@@ -1,6 +1,6 @@
 """What the per-user route index holds (RouteIndex) and the pieces both its builders share.
 
-graph/routes/index.py builds it whole from a snapshot; graph/routes/delta.py extends one version
+retrieval/seeds/index.py builds it whole from a snapshot; retrieval/seeds/delta.py extends one version
 by a commit's ChangeSet. Rows of the per-fact (and per-turn) arrays are in the order facts (turns)
 were added; every route breaks a tie by fact id (turn position in its session), never by row, so
 both builders rank alike.
@@ -25,7 +25,7 @@ import numpy as np
 
 from graph.bm25 import tokenize
 from graph.models import Concept, Fact, Relation, as_utc
-from graph.routes.textindex import Grow, TextIndex
+from retrieval.seeds.textindex import Grow, TextIndex
 from graph.snapshot import concept_path
 
 Embed = Callable[[Sequence[str]], np.ndarray]
@@ -124,7 +124,7 @@ class RouteIndex:
     latest: datetime | None  # latest session date: "last week" is resolved against it
     row: dict[str, int] = field(default_factory=dict)
     # The snapshot's relations and concept placement, so traversal and state derivation read the same
-    # version the seeds came from, without a store round trip (graph/retrieval.py: index_subgraph).
+    # version the seeds came from, without a store round trip (retrieval/retrieve.py: index_subgraph).
     relations_of: dict[str, list[Relation]] = field(default_factory=dict)
     concept_of: dict[str, str] = field(default_factory=dict)
     concept_paths: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
@@ -143,10 +143,10 @@ class RouteIndex:
     turn_key: list[TurnKey] = field(default_factory=list)
     turn_said: list[datetime | None] = field(default_factory=list)  # per turn_ids entry: when it was said
     # Tie order as numbers: per row (per turn) a value that sorts as its fact id (turn key) does, so a
-    # route breaks ties in numpy (graph/routes/rank.py: _top); kept by ``Order`` as rows are appended.
+    # route breaks ties in numpy (retrieval/seeds/rank.py: _top); kept by ``Order`` as rows are appended.
     forder: Order | None = None
     torder: Order | None = None
-    # What graph/routes/delta.py extends: the snapshot version this index is at, the concept tree, the
+    # What retrieval/seeds/delta.py extends: the snapshot version this index is at, the concept tree, the
     # shared append-only buffers behind fmat/tmat/times, and how many rows the clusters were induced from.
     version: int = -1
     concepts: dict[str, Concept] = field(default_factory=dict)

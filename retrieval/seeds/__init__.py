@@ -1,2 +1,2 @@
 """Seed routes for retrieval: a per-user index (``index.py``) and the routes that rank facts from it
-(``rank.py``); graph/retrieval.py fuses them by reciprocal rank."""
+(``rank.py``); retrieval/retrieve.py fuses them by reciprocal rank."""

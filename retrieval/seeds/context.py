@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from graph.routes.index import RouteIndex
+from retrieval.seeds.index import RouteIndex
 from graph.rules import EVIDENCE_HOLDERS
 
 # What a request calls the thing it refers back to. "This project" or "my code" usually means the

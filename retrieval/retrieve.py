@@ -1,13 +1,13 @@
 """Seed retrieval + relation traversal (§3.4 / B.4 of the EvoMemState paper).
 
-K seeds come from several routes fused by weighted reciprocal rank (graph/routes/: fact dense on the
+K seeds come from several routes fused by weighted reciprocal rank (retrieval/seeds/: fact dense on the
 retrieval vector, fact BM25, turn dense and BM25 mapped to their facts, concept, entity, time) when
 the caller passes the user's RouteIndex; without one, from the store's own vector and text search
 (identity vectors), as before. ``explain`` keeps every route's rank per seed. Traversal then follows
 SUPERSEDES and CONFLICTS_WITH in both directions until closure, so an update or a conflict never
 arrives without its counterpart. Facts reached from several seeds appear once.
 
-The request itself adjusts two things (graph/routes/breadth.py): one whose evidence is partly the
+The request itself adjusts two things (retrieval/seeds/breadth.py): one whose evidence is partly the
 assistant's (a summary, "what did you recommend") weighs the assistant's facts like the user's, and one
 that spans the conversation gets each long fact's most informative words as its ``brief`` line.
 """
@@ -23,14 +23,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 import numpy as np
 
-from graph.evidence import EvidenceBundle as EvidenceBundle
-from graph.evidence import EvidenceItem as EvidenceItem
-from graph.evidence import Explain as Explain
-from graph.evidence import SeedHit as SeedHit
+from retrieval.evidence import EvidenceBundle as EvidenceBundle
+from retrieval.evidence import EvidenceItem as EvidenceItem
+from retrieval.evidence import Explain as Explain
+from retrieval.evidence import SeedHit as SeedHit
 from graph.models import Fact, Relation, RelationalState, utcnow
-from graph.routes.breadth import draws_on_assistant, informative_window, spans_conversation
-from graph.routes.index import InformationMeasure, RouteIndex
-from graph.routes.rank import DEFAULT_ROUTE_WEIGHTS, INSTRUCTION_LIMIT, ROUTES, SECOND_PASS, RouteContext, RouteName
+from retrieval.seeds.breadth import draws_on_assistant, informative_window, spans_conversation
+from retrieval.seeds.index import InformationMeasure, RouteIndex
+from retrieval.seeds.rank import DEFAULT_ROUTE_WEIGHTS, INSTRUCTION_LIMIT, ROUTES, SECOND_PASS, RouteContext, RouteName
 from graph.rules import derive_state
 from graph.store import GraphStore, Subgraph
 
@@ -61,7 +61,7 @@ class RetrievalConfig(BaseModel):
         "what the user said at equal route support, so assistant chatter cannot crowd out user facts."))
     broad_holder_weights: dict[str, float] = Field(default_factory=lambda: {"assistant": 1.0}, description=(
         "Holder factors that replace ``holder_weights`` entries for a request whose evidence is partly the "
-        "assistant's (graph/routes/breadth.py: a broad one, or one about what the assistant said): in a "
+        "assistant's (retrieval/seeds/breadth.py: a broad one, or one about what the assistant said): in a "
         "working conversation half a summary's turns are the assistant's (BEAM at 600 tokens: coverage "
         "0.741 -> 0.757, complete 0.595 -> 0.609; LoCoMo: 2 of 883 requests match)."))
     turn_redundancy: float = Field(default=0.5, gt=0, le=1, description=(
@@ -91,7 +91,7 @@ class RetrievalConfig(BaseModel):
         "Places before and after a seed's turn, in its session, that the neighbour route reads (2: the "
         "reply and the speaker's own next turn in a two-party chat)."))
     broad_line_words: int = Field(default=10, ge=0, description=(
-        "For a request that spans the conversation (a summary, an order, a development: graph/routes/"
+        "For a request that spans the conversation (a summary, an order, a development: retrieval/seeds/"
         "breadth.py), each fact longer than this is written in the compact context as its most informative "
         "window of this many words, so the many turns such a request needs fit its budget (0 = off). BEAM "
         "at 600 tokens: coverage 0.739 -> 0.757, answer-token recall 0.671 -> 0.659; LoCoMo: 2 of 883 match."))
@@ -231,7 +231,7 @@ def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] 
 
 def content_prior(index: RouteIndex, candidates: Mapping[str, object], cfg: RetrievalConfig) -> dict[str, float]:
     """Per candidate fact: ``question_weight`` if it is a question, times its information share below
-    ``min_information`` (graph/routes/index.py: information_of)."""
+    ``min_information`` (retrieval/seeds/index.py: information_of)."""
     out: dict[str, float] = {}
     if cfg.question_weight >= 1 and cfg.min_information <= 0:
         return out

@@ -6,10 +6,10 @@ matrix, their words to the BM25 postings, their entities, times and standing ins
 turns likewise (turn matrix, turn BM25, place in the session, recency), changed facts replace their
 record (and time), relations, concept placement and the concept tree are updated. The cost follows
 the ChangeSets, not the user's history: the per-row arrays share append-only buffers with ``base``
-(graph/routes/textindex.py), and what is copied is only the top level of each table.
+(retrieval/seeds/textindex.py), and what is copied is only the top level of each table.
 
 The ranking is the one a rebuild gives: every route breaks ties by fact id or turn key, never by row
-(graph/routes/rank.py), and BM25 statistics are taken at query time. One thing is refreshed less
+(retrieval/seeds/rank.py), and BM25 statistics are taken at query time. One thing is refreshed less
 often: the induced concept clusters. A new fact joins the cluster whose centroid is nearest; the
 clusters are induced again from every fact once the user has grown by half since they last were
 (``RECLUSTER_GROWTH``), so that cost is amortised over sessions.
@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 
 from graph.models import Fact, Relation, as_utc
-from graph.routes.clusters import centroids, leader_kmeans
-from graph.routes.model import ConceptPaths, Embed, Memo, Order, RouteIndex, entities_of, fact_time, retrieval_text, turn_recency
-from graph.routes.textindex import Grow
+from retrieval.seeds.clusters import centroids, leader_kmeans
+from retrieval.seeds.model import ConceptPaths, Embed, Memo, Order, RouteIndex, entities_of, fact_time, retrieval_text, turn_recency
+from retrieval.seeds.textindex import Grow
 from graph.rules import EVIDENCE_HOLDERS, standing_instruction
 from graph.snapshot import ChangeSet
 

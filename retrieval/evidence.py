@@ -1,6 +1,6 @@
 """What retrieval returns: seeds, evidence items and the bundle, with its explanation.
 
-Kept apart from ``graph.retrieval`` (numpy, the route index) so wire models and the client library can
+Kept apart from ``retrieval.retrieve`` (numpy, the route index) so wire models and the client library can
 type retrieval results without importing the retrieval machinery.
 """
 
@@ -20,7 +20,7 @@ class SeedHit(BaseModel):
     text_rank: int | None = None
     text_score: float | None = None
     window: bool = Field(default=False, description=(
-        "Added by the neighbour route around a matched seed, on top of K (graph/routes/rank.py)."))
+        "Added by the neighbour route around a matched seed, on top of K (retrieval/seeds/rank.py)."))
 
 
 class EvidenceItem(BaseModel):
@@ -32,7 +32,7 @@ class EvidenceItem(BaseModel):
     group: int
     brief: str | None = Field(default=None, description=(
         "The statement's most informative words, set by retrieval for a request that spans the conversation "
-        "(graph/routes/breadth.py); the compact context writes it in place of the statement."))
+        "(retrieval/seeds/breadth.py); the compact context writes it in place of the statement."))
 
 
 class Explain(BaseModel):

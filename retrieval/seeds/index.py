@@ -6,7 +6,7 @@ new version embeds only its new facts and turns.
 
 After a commit the index is not rebuilt: a store that reports its commits (``add_commit_listener``,
 the embedded store) hands each ChangeSet to ``RouteIndexCache.note``, and the next version is the
-cached one extended by those ChangeSets (graph/routes/delta.py: new facts and turns appended to the
+cached one extended by those ChangeSets (retrieval/seeds/delta.py: new facts and turns appended to the
 vector matrices and BM25 postings, changed states, relations and concepts updated), at a cost that
 follows the session, not the user's history. A cold cache, a store that does not report (Neo4j,
 another process's write), a purge or an undo that deletes facts is a full rebuild, as before.
@@ -29,14 +29,14 @@ from typing import TypeVar
 import numpy as np
 
 from graph.models import Relation, as_utc
-from graph.routes.clusters import centroids, leader_kmeans
-from graph.routes.delta import extend_index, extensible
-from graph.routes.model import Embed, Memo, Order, RouteIndex, TurnKey, turn_recency
-from graph.routes.model import ConceptPaths, fact_time, retrieval_text
-from graph.routes.model import InformationMeasure as InformationMeasure
-from graph.routes.model import entities_of as entities_of
-from graph.routes.model import information_of as information_of
-from graph.routes.textindex import Grow, TextIndex
+from retrieval.seeds.clusters import centroids, leader_kmeans
+from retrieval.seeds.delta import extend_index, extensible
+from retrieval.seeds.model import Embed, Memo, Order, RouteIndex, TurnKey, turn_recency
+from retrieval.seeds.model import ConceptPaths, fact_time, retrieval_text
+from retrieval.seeds.model import InformationMeasure as InformationMeasure
+from retrieval.seeds.model import entities_of as entities_of
+from retrieval.seeds.model import information_of as information_of
+from retrieval.seeds.textindex import Grow, TextIndex
 from graph.rules import EVIDENCE_HOLDERS, standing_instruction
 from graph.snapshot import ChangeSet, Snapshot
 from graph.store import GraphStore
@@ -59,7 +59,7 @@ def build_index(snap: Snapshot | None, turns: Sequence[tuple[str, str, str]], to
     (with ``turn_when``, where each turn sits: the neighbour route).
 
     With ``base`` (an index ``extensible`` by ``changes``), the index at the last ChangeSet's version is
-    ``base`` extended by them (graph/routes/delta.py) and ``snap``/``turns`` are not read;
+    ``base`` extended by them (retrieval/seeds/delta.py) and ``snap``/``turns`` are not read;
     ``fetch_turns`` reads stored turns that a new fact cites but no ChangeSet carries."""
     memo = memo or Memo()
     if base is not None:
@@ -136,7 +136,7 @@ def _turn_key(turn_id: str, turn_when: Mapping[str, tuple[datetime | None, int]]
 
 class RouteIndexCache:
     """One RouteIndex per user, brought to the store's version when its token moves (LRU over users):
-    extended by the ChangeSets ``note`` was handed since (graph/routes/delta.py), else rebuilt."""
+    extended by the ChangeSets ``note`` was handed since (retrieval/seeds/delta.py), else rebuilt."""
 
     def __init__(self, embed: Embed | None, max_users: int = 64):
         self.embed, self.max_users = embed, max_users
@@ -268,7 +268,7 @@ class RouteIndexCache:
     def warm(self, store: GraphStore, user_id: str) -> Future[None]:
         """Bring the user's index to the latest version in the background (one worker), so the first
         request after a commit finds it ready: extended by the commit's ChangeSet where the store reported
-        it (graph/routes/delta.py), else rebuilt, which embeds the new texts and re-clusters every fact
+        it (retrieval/seeds/delta.py), else rebuilt, which embeds the new texts and re-clusters every fact
         (about 7 s for the first BEAM request after ingestion on 2 cores, bench/first_request.py). A
         request that comes during the build waits for it (``get`` builds under a per-user lock and
         re-checks the cache), never builds twice. Builds queued for one user collapse into one, which

@@ -29,10 +29,10 @@ from typing import Literal
 
 import numpy as np
 
-from graph.routes.context import Referent, context_hits, resolve
-from graph.routes.index import RouteIndex, entities_of
-from graph.routes.model import Order
-from graph.routes.timeq import time_window
+from retrieval.seeds.context import Referent, context_hits, resolve
+from retrieval.seeds.index import RouteIndex, entities_of
+from retrieval.seeds.model import Order
+from retrieval.seeds.timeq import time_window
 
 RouteName = Literal["fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "entity", "time", "context",
                     "instruction", "neighbour"]
@@ -42,7 +42,7 @@ RouteName = Literal["fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "conce
 # RouteName and here, and a RouteContext method of that name (it may call into its own module).
 ROUTES: tuple[RouteName, ...] = ("fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "time", "context",
                                  "instruction", "neighbour")
-# Routes that start from the first pass's fused seeds, so they run after it (graph/retrieval.py: route_seeds).
+# Routes that start from the first pass's fused seeds, so they run after it (retrieval/retrieve.py: route_seeds).
 SECOND_PASS: frozenset[str] = frozenset({"neighbour"})
 # Fusion weight of a route when RetrievalConfig.route_weights does not name it (1.0 otherwise). The
 # context route fires only for a request that refers back, and then it is the one route that knows
@@ -58,7 +58,7 @@ Mask = np.ndarray | None
 
 def _top(scores: np.ndarray, n: int, order: Order | None = None) -> np.ndarray:
     """Indices of the n largest finite scores, best first; ties by ``order`` (a fact's id, a turn's
-    place: the same order whatever row it sits in, graph/routes/delta.py), else by index."""
+    place: the same order whatever row it sits in, retrieval/seeds/delta.py), else by index."""
     ok = np.flatnonzero(np.isfinite(scores))
     if not len(ok) or n <= 0:
         return ok[:0]
