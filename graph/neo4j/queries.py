@@ -18,8 +18,11 @@ def schema(dim: int) -> list[str]:
         "CREATE INDEX session_user IF NOT EXISTS FOR (s:Session) ON (s.user_id)",
         # user_id is indexed too so Lucene narrows to one user before scoring (see TEXT_SEARCH).
         "CREATE FULLTEXT INDEX fact_statement IF NOT EXISTS FOR (f:Fact) ON EACH [f.statement, f.user_id]",
-        "CREATE VECTOR INDEX fact_embedding IF NOT EXISTS FOR (f:Fact) ON (f.embedding) "
-        f"OPTIONS {{indexConfig: {{`vector.dimensions`: {int(dim)}, `vector.similarity_function`: 'cosine'}}}}",
+        # Embeddings are float32 bytes (as in the embedded store): 384 doubles per fact as a Bolt list
+        # cost ~2 ms per fact to send and store, bytes ~0.02 ms. Nothing reads a vector index (search
+        # is exact, per user, client-side: store.py ``_embeddings``), and updating one tripled a bulk
+        # load's commit, so the one earlier versions made is dropped. ``dim`` is kept for callers.
+        "DROP INDEX fact_embedding IF EXISTS",
     ]
 
 

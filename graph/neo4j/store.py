@@ -53,6 +53,27 @@ def lucene_query(text: str, user_id: str | None = None) -> str:
     return f'user_id:"{_escape(user_id)}" AND {clause}' if user_id else clause
 
 
+def pack_embedding(vec: Sequence[float] | None) -> bytes | None:
+    """An embedding as stored: little-endian float32 bytes, as the embedded store and the export keep it.
+
+    >>> unpack_embedding(pack_embedding([0.5, -1.0])).tolist()
+    [0.5, -1.0]
+    """
+    return None if vec is None else np.asarray(vec, dtype="<f4").tobytes()
+
+
+def unpack_embedding(v: bytes | Sequence[float]) -> np.ndarray:
+    """A stored embedding as float32: bytes, or the float list earlier versions stored (read as float32,
+    the precision every embedding is exported with).
+
+    >>> unpack_embedding([0.5, -1.0]).dtype
+    dtype('float32')
+    """
+    if isinstance(v, (bytes, bytearray)):
+        return np.frombuffer(v, dtype="<f4").astype(np.float32)
+    return np.asarray(v, dtype=np.float32)
+
+
 class Neo4jStore:
     name = "neo4j"
 
@@ -188,7 +209,8 @@ class Neo4jStore:
         run(Q.UPSERT_SESSIONS, [{"key": session_key(u, s), "session_id": s, "content_hash": h}
                                 for s, h in cs.sessions_upsert.items()])
         upsert(Q.UPSERT_CONCEPTS, [concept_row(c) for c in cs.concepts_upsert], "Concept")
-        run(Q.CREATE_FACTS, [{**fact_row(f), "embedding": cs.embeddings.get(f.fact_id)} for f in cs.facts_create])
+        run(Q.CREATE_FACTS, [{**fact_row(f), "embedding": pack_embedding(cs.embeddings.get(f.fact_id))}
+                             for f in cs.facts_create])
         run(Q.UPDATE_FACTS, [fact_row(f) for f in cs.facts_update])
         run(Q.REMOVE_PARENT, [{"p": p, "c": c} for p, c in cs.parent_remove])
         run(Q.REMOVE_CONTAINS, [{"c": c, "f": f} for c, f in cs.contains_remove])
@@ -258,7 +280,7 @@ class Neo4jStore:
         rows = self._read(Q.EMBEDDINGS, u=user_id)
         if not rows or not rows[0]["ids"]:
             return [], None
-        m = np.asarray(rows[0]["embs"], dtype=np.float32)
+        m = np.stack([unpack_embedding(e) for e in rows[0]["embs"]])
         m /= np.linalg.norm(m, axis=1, keepdims=True) + 1e-12
         ids: list[str] = rows[0]["ids"]
         # Cache only what matches the check just made; anything read mid-commit is served for this
@@ -315,7 +337,7 @@ class Neo4jStore:
 
     def embeddings(self, user_id: str) -> dict[str, list[float]]:
         rows = self._read(Q.EMBEDDINGS, u=user_id)
-        return dict(zip(rows[0]["ids"], rows[0]["embs"])) if rows else {}
+        return {i: unpack_embedding(e).tolist() for i, e in zip(rows[0]["ids"], rows[0]["embs"])} if rows else {}
 
     def edits(self, user_id: str) -> list[Edit]:
         return [row_edit(r["e"]) for r in self._read(Q.LOAD_EDITS, u=user_id)]
