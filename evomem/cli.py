@@ -23,7 +23,7 @@ from evomem.errors import USAGE, debug_requested, run_reporting
 # which command, so a command imports its own module only (tests/test_cli_start.py keeps it in step).
 # Importing a command module is cheap: models load inside the commands that need them, never at import.
 _AREAS = ("graph_cmds", "induction_cmds", "serving_cmds", "mcp_cmds", "policy_cmds", "relations_cmds", "eval_cmds",
-          "data_cmds")  # the order of `evomem --help`
+          "data_cmds", "concept_cmds")  # the order of `evomem --help`
 COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(("demo", "retrieve", "cypher", "undo", "load-example", "users"), "graph_cmds"),
     **dict.fromkeys(("ingest", "forget", "purge", "history"), "induction_cmds"),
@@ -33,6 +33,7 @@ COMMAND_MODULES: dict[str, str] = {
     "train-relations": "relations_cmds",
     "eval": "eval_cmds",
     **dict.fromkeys(("export", "import", "migrate", "facts", "profile"), "data_cmds"),
+    "concepts": "concept_cmds",
 }
 
 

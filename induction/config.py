@@ -148,6 +148,24 @@ class RelationModelConfig(_Cfg):
                                "(stored facts carry no vectors in the snapshot; a miss is embedded again).")
 
 
+class LivingConceptsConfig(_Cfg):
+    """Concepts induced in the commit path (induction/ontology.py): cosines of normalized fact vectors."""
+
+    enabled: bool = Field(default=True, description="Place facts in induced concepts under their topic and let CREATE, "
+                          "MERGE and SPLIT edits follow the data; off: facts stay on the extractor's topic concept.")
+    assign_sim: float = Field(default=0.45, ge=-1, le=1, description="A new fact joins the nearest induced concept "
+                              "under its topic at this cosine to the concept's centroid or more.")
+    radius: float = Field(default=0.45, ge=-1, le=1, description="New facts farther than this from every cluster "
+                          "centre open another cluster (leader clustering).")
+    min_cluster: int = Field(default=3, ge=2, description="New facts a cluster needs to become a concept (CREATE).")
+    merge_sim: float = Field(default=0.7, ge=-1, le=1, description="Induced sibling concepts whose centroids are "
+                             "this close merge (the smaller into the larger).")
+    split_min: int = Field(default=16, ge=4, description="Direct facts a concept needs before it can be split.")
+    split_gain: float = Field(default=0.03, ge=0, description="Cohesion gain (mean cosine to own centroid) a split "
+                              "into two halves must bring.")
+    split_child_min: int = Field(default=5, ge=2, description="Facts each half of a split needs.")
+
+
 class LLMCallConfig(_Cfg):
     max_tokens: int = Field(default=2048, ge=16, description="Completion budget of one call.")
     temperature: float = Field(default=0.0, ge=0.0, le=2.0, description="0 = deterministic decoding.")
@@ -170,6 +188,7 @@ class IngestConfig(_Cfg):
     rules: RuleAdjudicatorConfig = Field(default_factory=RuleAdjudicatorConfig)
     relations: RelationModelConfig = Field(default_factory=RelationModelConfig)
     llm: LLMCallConfig = Field(default_factory=LLMCallConfig)
+    concepts: LivingConceptsConfig = Field(default_factory=LivingConceptsConfig)
     evidence_min_ratio: float = Field(default=0.9, ge=0.5, le=1.0,
                                       description="Share of the (normalized) evidence quote that must occur in its source turn.")
     commit_retries: int = Field(default=5, ge=1, le=50, description="Re-runs of resolve→commit after a concurrent writer.")

@@ -31,6 +31,7 @@ from induction.adjudicate import Adjudicator, RuleAdjudicator, adjudicate_safely
 from induction.config import IngestConfig
 from induction.branch import OntologyBranch, build_branch
 from induction.extract import ExtractionError, ExtractionResult, Extractor, RejectedItem
+from induction.ontology import living_edits
 from induction.redact import redact_session
 from induction.resolve import resolve
 from induction.session import Session
@@ -147,8 +148,14 @@ class Ingestor:
             t3 = time.perf_counter()
             adj = adjudicate_safely(self.adjudicator, res, snap, cfg.on_adjudication_error, self.rules)
             t["adjudicate"] = _ms(t3)
+            if cfg.concepts.enabled:  # the data shapes the tree below the topics (induction/ontology.py)
+                adj = adj.model_copy(update={"concept_ops": []})
             edits = to_edits(snap, res, adj, session.session_id)
             edits, kind_rejected = check_kinds(snap, edits)
+            if cfg.concepts.enabled:
+                t6 = time.perf_counter()
+                edits = living_edits(snap, edits, store.embeddings(session.user_id) if snap.facts else {}, cfg.concepts)
+                t["concepts"] = _ms(t6)
             batch = EditBatch(user_id=session.user_id, session_id=session.session_id, session_hash=digest,
                               turns=turns, edits=edits)
             self.hook("validate")

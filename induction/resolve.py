@@ -22,6 +22,7 @@ from graph.store import GraphStore
 from induction.config import ResolveConfig
 from induction.branch import validity_map
 from induction.extract import CandidateFact, concept_id_for
+from induction.ontology import anchor_of
 from llmclients.embeddings import Embedder
 
 
@@ -128,7 +129,7 @@ def resolve(snap: Snapshot, store: GraphStore, embedder: Embedder, candidates: S
             if dup is None and s >= cfg.duplicate_similarity and f.holder == c.holder:
                 dup, why = fid, f"cosine {s:.3f}"
             existing[fid] = f
-            fc = snap.fact_concept.get(fid, "")
+            fc = anchor_of(snap.fact_concept.get(fid, ""))  # induced concepts compare by their topic
             neigh.append(Neighbour(fact_id=fid, similarity=float(s), in_session=False, older=_older(f, c),
                                    same_holder=f.holder == c.holder, near_concept=fc in fam, same_concept=fc == cid,
                                    same_turn=False))

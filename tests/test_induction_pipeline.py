@@ -16,7 +16,7 @@ from graph.models import Fact
 from retrieval.retrieve import retrieve
 from graph.snapshot import Snapshot
 from induction.adjudicate import LLMAdjudicator, RuleAdjudicator
-from induction.config import IngestConfig, RuleAdjudicatorConfig
+from induction.config import IngestConfig, LivingConceptsConfig, RuleAdjudicatorConfig
 from induction.branch import OntologyBranch
 from induction.extract import CandidateFact, ExtractionResult, LLMExtractor
 from induction.offline import OfflineExtractor
@@ -270,7 +270,9 @@ def test_llm_adjudicator_failure_keeps_new_and_counts_the_call(mem: Memory) -> N
 
 # ---------------------------------------------------------------- concepts: rules for SPLIT / MERGE
 def test_rules_split_an_oversized_concept_by_kind(mem: Memory) -> None:
-    cfg = IngestConfig(rules=RuleAdjudicatorConfig(split_min_facts=6, split_min_child=3))
+    # the rules' own concept edits: with the living ontology off (on, it drops them; tests/test_living_concepts.py)
+    cfg = IngestConfig(rules=RuleAdjudicatorConfig(split_min_facts=6, split_min_child=3),
+                       concepts=LivingConceptsConfig(enabled=False))
     ing = Ingestor(mem, OfflineExtractor(), None, cfg)
     texts = [f"I love pottery style number {i}." for i in range(4)] + [f"I went to pottery studio number {i}." for i in range(4)]
     ing.ingest(sess("s1", *texts))

@@ -1,0 +1,239 @@
+"""Readable names for induced concepts: a short noun phrase from the members' characteristic terms,
+and a one-line description.
+
+A term is characteristic when it is over-represented in the members against the user's other facts
+(smoothed log-odds × count, as ``induction.concepts.characteristic_terms``). What can never name a
+topic is left out before scoring: speakers' names (the fact holders, and their short forms: "Mel" for
+Melanie), pronouns, function words, common verbs and their forms ("bring", "feeling", "went"), and
+words of feeling or chat that every kind of fact uses ("joy", "glad", "awesome"). Adjacent content
+words that recur together ("pottery class", "adoption agency") are candidates as phrases, so a name
+is either such a phrase or two single terms joined: "pottery class", "camping and hiking".
+
+Pure functions over texts; deterministic (ties break alphabetically).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+from induction.offline import STOP
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*[A-Za-z]|[A-Za-z]")
+_SPEAKER = re.compile(r"^[^:\n]{1,40}:\s*")
+_ANNOT = re.compile(r"\[[^\]]*\]|\([^)]*\d{4}[^)]*\)")  # "[image: …]" captions' brackets, "(2023-05-07)" dates
+PRONOUNS = frozenset("i me my mine myself you your yours yourself we us our ours ourselves he him his himself she her "
+                     "hers herself it its itself they them their theirs themselves one someone somebody anyone anybody "
+                     "everyone everybody everything anything nothing something each other whom whose who".split())
+FUNCTION = frozenset("a an the and or but nor if then than so as at by for from in into of off on onto out over to up "
+                     "upon with within without about above after again against along among around before behind below "
+                     "beneath beside besides between beyond down during except inside near since through throughout "
+                     "till toward towards under until via while yet not no yes also just only even still very too really "
+                     "quite rather much many more most less least lot lots such same other another both either neither "
+                     "all any some few every each this that these those there here where when why how what which whatever "
+                     "whenever wherever however already always never ever often sometimes usually soon later now today "
+                     "tomorrow yesterday tonight ago once twice well back away maybe perhaps though although because "
+                     "unless whether like can could would should shall will may might must am is are was were be been "
+                     "being do does did done doing have has had having get gets got getting gotten going gonna wanna "
+                     "let let's lets oh ah hey hi hello bye thanks thank please ok okay yeah yep nope sure cool wow "
+                     "haha lol omg im ive id ill dont didnt cant isnt wasnt thats whats it's that's i'm i've i'd i'll "
+                     "you're you've we're we've they're don't didn't can't isn't wasn't won't wouldn't couldn't "
+                     "shouldn't doesn't aren't haven't hasn't there's here's what's let's one two three four five first "
+                     "last next new old big little great good bad best better nice awesome amazing wonderful fantastic "
+                     "incredible super cute fun hard easy sorry glad happy sad excited proud thankful grateful lucky "
+                     "own true real whole entire kind sort type bit part way ways thing things stuff time times day days "
+                     "week weeks month months year years moment moments lately recently currently totally definitely "
+                     "absolutely especially actually literally finally honestly seriously probably others together long "
+                     "unique lots loads alot able ready whole hard huge tiny enough around anyway otherwise "
+                     "ya yo dude bro wanna gotta kinda sorta meant ahead right wrong cozy aww".split())
+# Common verbs (base forms); their -s/-ed/-ing forms and the irregular pasts below are verbs too.
+_VERBS = ("be have do say go get make know think take see come want look use find give tell work call try ask need feel "
+          "become leave put mean keep let begin seem help talk turn start show hear play run move like live believe hold "
+          "bring happen write provide sit stand lose pay meet include continue set learn change lead understand watch "
+          "follow stop create speak read allow add spend grow open walk win offer remember love consider appear buy "
+          "wait serve die send expect build stay fall cut reach kill remain suggest raise pass sell require report "
+          "decide pull share enjoy hope plan miss check finish join visit thank wish care matter teach explore "
+          "inspire encourage support celebrate appreciate realize imagine guess admire adore hate prefer discover "
+          "manage focus mention agree seem sound stick catch chat tell wonder reflect inspire motivate pursue "
+          "keep push hang touch connect express accept achieve admit apply argue arrive avoid bear beat blow "
+          "break burn choose cry deal draw drink drive eat fight fill fit fly forget forgive hide hit hurt "
+          "invite jump kick laugh lay lie listen marry mind notice own pick prepare pray promise protect prove "
+          "recommend relax rely remind rest return ride ring rise save search seek shake shine shoot sing sleep "
+          "smell smile solve sort spread steal strike surprise swing throw treat trust wake wear worry feed "
+          "tend handle cherish value treasure gain overcome embrace nurture thrive struggle strive recharge "
+          "sign post involve spread give receive mean seem hang tag lend owe"
+          ).split()
+_IRREGULAR = frozenset("was were been am is are did done had has said went gone got gotten made knew known thought took "
+                       "taken saw seen came gave given told found felt left kept began begun brought held wrote written "
+                       "stood lost paid met led understood spoke spoken read spent grew grown won bought sold sent built "
+                       "fell fallen cut taught caught chose chosen drew drawn drank drove driven ate eaten fought flew "
+                       "flown forgot forgotten hid hit hurt lay laid lied rode rang rose risen sang sung slept shook "
+                       "shone shot stole struck swung threw thrown wore worn woke fed overcame sat let put set".split())
+
+
+def _verb_forms(base: Iterable[str]) -> frozenset[str]:
+    out: set[str] = set(_IRREGULAR)
+    for v in base:
+        stem = v[:-1] if v.endswith("e") else v
+        dbl = v + v[-1] if re.fullmatch(r"[^aeiou]*[aeiou][bdgmnprt]", v) else v
+        out.update({v, v + "s", v + "es", stem + "ed", dbl + "ed", stem + "ing", dbl + "ing", v + "d"})
+        if v.endswith("y"):
+            out.update({v[:-1] + "ies", v[:-1] + "ied"})
+    return frozenset(out)
+
+
+VERBS = _verb_forms(_VERBS)
+# Nouns that read like verb forms and name topics well: kept even though a verb list would drop them.
+_NOUN_FORMS = frozenset("painting paintings drawing drawings camping hiking running swimming cooking baking reading "
+                        "writing singing dancing gardening fishing climbing cycling skiing surfing volunteering "
+                        "parenting counseling building wedding meeting meetings feelings feeling learning "
+                        "shopping training teaching acting walks walk hike hikes ride rides run runs swim play plays "
+                        "show shows work game games change changes plan plans support love care".split())
+# Feeling and chat words: every kind of fact uses them, so they name no topic.
+MOOD = frozenset("joy joyful happiness fun love loved lovely loving glad feel feeling feelings emotion emotions "
+                 "heart hearts mind minds vibe vibes energy positive positivity negative cool awesome amazing "
+                 "wonderful beautiful gorgeous stunning great nice good bad sorry congrats congratulations proud "
+                 "pride inspiration inspiring inspired excited exciting excitement blessed thankful grateful "
+                 "special important meaningful memories memory moments moment life lives world journey experience "
+                 "experiences idea ideas reminder sense self people person folks guy guys lot stuff things thing "
+                 "image photo picture pic pics shared share caption hear sounds sound wow yeah".split())
+
+
+_ADJ = frozenset("safe sweet different top aww blue red green white black pink yellow purple orange brown gray grey "
+                 "powerful passionate vital free open close full empty strong weak warm cool cold hot dark bright "
+                 "deep high low main major minor simple complex important personal public private social local "
+                 "various several certain possible difficult calm quiet peaceful busy crazy wild lovely".split())
+_AL_NOUNS = frozenset("animal animals festival festivals journal journals hospital proposal arrival rental recital "
+                      "signal capital ritual rituals manual tutorial tutorials criminal original mural murals "
+                      "carnival medal medals goal goals pedal petal petals canal".split())
+
+
+def adjective(w: str) -> bool:
+    """A word that describes rather than names (a heuristic: a short list and the adjective endings)."""
+    if w in _ADJ or (w.endswith("al") and w not in _AL_NOUNS):
+        return True
+    if "-" in w:
+        return w.endswith(("ing", "ed", "ful", "ive"))
+    return w.endswith(("ful", "ive", "ous", "able", "ible", "less", "ish", "ent", "ant")) and len(w) > 5 and w not in (
+        "student", "students", "parent", "parents", "moment", "event", "events", "restaurant", "plant", "plants",
+        "assistant", "tournament", "instrument", "instruments", "apartment", "department", "environment",
+        "treatment", "equipment", "appointment", "government", "achievement", "volunteer", "elephant", "tenant",
+        "infant", "accident", "president", "client", "agent", "talent", "talents", "documentary", "olive", "detective",
+        "relatives", "relative", "archive", "native", "executive", "representative", "motive", "incentive")
+
+
+def _head_noun(w: str) -> bool:
+    """Can end a name: not an adjective, a verb's -ing form ("overlooking") or a verb's -izes form."""
+    if adjective(w) or w.endswith(("izes", "ises", "ize", "ise")):
+        return False
+    return not w.endswith("ing") or w in _NOUN_FORMS
+
+
+def _never_names(holders: Iterable[str]) -> frozenset[str]:
+    return frozenset(h.lower() for h in holders if h)
+
+
+def _is_name(w: str, names: frozenset[str]) -> bool:
+    # "mel" stands for "melanie": a short form of a speaker's name is a name too
+    return any(w == n or (len(w) >= 3 and n.startswith(w)) or (len(n) >= 3 and w.startswith(n) and len(w) - len(n) <= 2)
+               for n in names)
+
+
+def _ok(w: str, names: frozenset[str], proper: frozenset[str]) -> bool:
+    if len(w) < 3 or "'" in w or w in STOP or w in PRONOUNS or w in FUNCTION or w in MOOD or w in proper:
+        return False
+    if w in VERBS and w not in _NOUN_FORMS:
+        return False
+    if w.endswith("ly") and len(w) > 5:  # adverbs
+        return False
+    if w.endswith("ed") and not w.endswith("eed") and len(w) > 4:  # past forms and participles ("improved")
+        return False
+    return not _is_name(w, names)
+
+
+def proper_nouns(texts: Iterable[str]) -> frozenset[str]:
+    """Words written capitalised in the middle of a sentence most of the time: names of people and pets
+    ("Oliver", "Luna"). They tell one story apart, not what a group of facts is about."""
+    cap: Counter[str] = Counter()
+    low: Counter[str] = Counter()
+    first: Counter[str] = Counter()
+    for t in texts:
+        for sent in re.split(r"(?<=[.!?])\s+", _SPEAKER.sub("", t)):
+            for i, w in enumerate(_WORD.findall(sent)):
+                if w == "I":
+                    continue
+                if i == 0:  # a sentence's first word is capitalised anyway: it counts only for a never-lowercase word
+                    first[w.lower()] += 1
+                    continue
+                (cap if w[0].isupper() else low)[w.lower()] += 1
+    return frozenset(w for w in set(cap) | set(first)
+                     if (cap[w] >= 2 and cap[w] >= 3 * low[w]) or (cap[w] + first[w] >= 2 and cap[w] >= 1 and low[w] == 0))
+
+
+def terms(text: str, names: frozenset[str], proper: frozenset[str]) -> list[str]:
+    """The text's candidate terms: content words and adjacent pairs of content words ("pottery class")."""
+    t = _ANNOT.sub(" ", _SPEAKER.sub("", text))
+    out: list[str] = []
+    for chunk in re.split(r"[,.;:!?()\"]+", t.lower()):
+        words = [w.strip("'-") for w in _WORD.findall(chunk)]
+        words = [w[:-2] if w.endswith("'s") else w for w in words]
+        keep = [w if _ok(w, names, proper) else "" for w in words]
+        out.extend(w for w in keep if w)
+        out.extend(f"{a} {b}" for a, b in zip(keep, keep[1:]) if a and b and a != b)
+    return out
+
+
+def scored_terms(members: Sequence[str], corpus: Sequence[str], holders: Iterable[str] = (),
+                 proper: frozenset[str] | None = None) -> list[tuple[str, float]]:
+    """Candidate terms of ``members`` with their log-odds × count against ``corpus``, best first."""
+    names = _never_names(holders)
+    proper = proper_nouns(corpus) if proper is None else proper
+    inside = Counter(w for t in members for w in set(terms(t, names, proper)))
+    total = Counter(w for t in corpus for w in set(terms(t, names, proper)))
+    m, c = max(len(members), 1), max(len(corpus), 1)
+    need = 2 if m >= 4 else 1
+    score = {w: k * math.log(((k + 0.5) / (m + 1)) / ((max(total[w], k) + 0.5) / (c + 1)))
+             for w, k in inside.items() if k >= need}
+    return sorted(((w, s) for w, s in score.items() if s > 0), key=lambda kv: (-kv[1], kv[0]))
+
+
+def concept_name(members: Sequence[str], corpus: Sequence[str], holders: Iterable[str] = (),
+                 proper: frozenset[str] | None = None) -> str:
+    """A short noun phrase for the members: the best phrase when a two-word term scores near the best
+    single word, else the two best single words joined by "and"; "" when nothing is characteristic.
+
+    >>> concept_name(["I adopted a dog from the shelter", "the dog loves the shelter walks", "dog training is hard"],
+    ...              ["work was busy", "my boss called", "I adopted a dog from the shelter",
+    ...               "the dog loves the shelter walks", "dog training is hard"])
+    'dog and shelter'
+    """
+    ranked = [(w, s) for w, s in scored_terms(members, corpus, holders, proper) if _head_noun(w.split()[-1])]
+    if not ranked:
+        return ""
+    best = ranked[0][1]
+    for w, s in ranked[:4]:
+        if " " in w and s >= 0.6 * best:
+            return w
+    singles = [w for w, _ in ranked if " " not in w]
+    if not singles:
+        return ranked[0][0]
+    pick = singles[:1]
+    second = next((w for w, s in ranked if " " not in w and w != pick[0] and s >= 0.4 * best
+                   and not (w.startswith(pick[0][:4]) or pick[0].startswith(w[:4]))), None)
+    return f"{pick[0]} and {second}" if second else pick[0]
+
+
+def concept_description(name: str, members: Sequence[str], central: str | None = None, holders: Sequence[str] = ()) -> str:
+    """One line: how many facts, whose, and the most typical one."""
+    who = sorted({h for h in holders if h})
+    whose = f" ({', '.join(who[:2])}{' and others' if len(who) > 2 else ''})" if who else ""
+    line = f"{len(members)} facts about {name or 'assorted topics'}{whose}"
+    if central:
+        c = _SPEAKER.sub("", central).strip()
+        line += f"; e.g. \u201c{c[:90].rstrip()}{'…' if len(c) > 90 else ''}\u201d"
+    return line
+
+
+__all__ = ["MOOD", "PRONOUNS", "VERBS", "concept_description", "concept_name", "proper_nouns", "scored_terms", "terms"]

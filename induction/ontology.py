@@ -1,0 +1,240 @@
+"""The living ontology: each session's facts find their concept, and the tree changes with the data.
+
+The extractor proposes a topic path for every fact ("health", or "Caroline / health"); those topic
+concepts are the tree's fixed *anchors* (the relation features compare facts by anchor, as the relation
+model was trained). Below the anchors the concepts are induced, as one session after another arrives:
+
+- ATTACH to the nearest live induced concept under the fact's anchor (cosine of the fact to the
+  concept's centroid ≥ ``assign_sim``);
+- CREATE a concept under the anchor for new facts that fit no concept and form a cluster of at least
+  ``min_cluster`` among themselves (the rest stay on the anchor itself, unclustered);
+- after the session, MERGE converged induced siblings (centroid cosine ≥ ``merge_sim``, the smaller
+  into the larger), then SPLIT a concept whose direct facts (≥ ``split_min``) fall into two halves
+  that raise its cohesion by ``split_gain``.
+
+Each is an ordinary graph edit in the session's batch, so it is validated, logged (``evomem history``)
+and undone (``evomem undo``) like any other. Induced concept ids are ``<anchor>/~<slug>`` and never
+change; a fact always has one concept (MERGE and SPLIT move facts, never drop them).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from graph.edits import AttachFact, CreateConcept, MergeConcepts, OntologyEdit, SplitChild, SplitConcept
+from graph.snapshot import Snapshot
+from induction.concepts import ConceptInductionConfig, leader_kmeans, split_halves
+from induction.config import LivingConceptsConfig
+from induction.naming import concept_description, concept_name, proper_nouns
+
+INDUCED = "/~"
+
+
+def anchor_of(concept_id: str) -> str:
+    """The topic concept an induced concept hangs under (itself for a topic concept).
+
+    >>> anchor_of("u::c::caroline/health/~pottery-class/~clay")
+    'u::c::caroline/health'
+    """
+    return concept_id.split(INDUCED, 1)[0]
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    out: np.ndarray = v / (np.linalg.norm(v, axis=-1, keepdims=True) + 1e-12)
+    return out
+
+
+def _slug(name: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40].strip("-") or "topic"
+
+
+@dataclass
+class _State:
+    snap: Snapshot
+    vec: dict[str, np.ndarray]
+    text: dict[str, str]
+    holder: dict[str, str]
+    parent: dict[str, str]
+    live: set[str]
+    home: dict[str, str]
+    taken: set[str]
+    proper: frozenset[str] = frozenset()
+    created_now: set[str] = field(default_factory=set)
+    split_from: dict[str, str] = field(default_factory=dict)  # a SPLIT's child -> the split concept
+
+    def members(self, cid: str) -> list[str]:
+        return sorted(f for f, c in self.home.items() if c == cid and f in self.vec)
+
+    def centroid(self, fids: Sequence[str]) -> np.ndarray:
+        return _unit(np.mean(np.stack([self.vec[f] for f in fids]), axis=0))
+
+    def new_id(self, under: str, name: str) -> str:
+        base = f"{under}{INDUCED}{_slug(name)}"
+        cid, k = base, 2
+        while cid in self.taken:
+            cid, k = f"{base}-{k}", k + 1
+        self.taken.add(cid)
+        return cid
+
+    def name(self, fids: Sequence[str], within: Sequence[str] = ()) -> tuple[str, str]:
+        """Name and description; ``within``: the facts to tell them apart from (a split's parent), else all."""
+        texts = [self.text[f] for f in fids]
+        corpus = [self.text[f] for f in within] if within else list(self.text.values())
+        holders = set(self.holder.values())
+        name = concept_name(texts, corpus, holders, self.proper)
+        c = self.centroid([f for f in fids if f in self.vec]) if any(f in self.vec for f in fids) else None
+        central = max(fids, key=lambda f: float(self.vec[f] @ c)) if c is not None else None
+        return name, concept_description(name, fids, self.text.get(central or ""), sorted({self.holder[f] for f in fids}))
+
+
+def _state(snap: Snapshot, edits: Sequence[OntologyEdit], stored: Mapping[str, Sequence[float]]) -> _State:
+    vec = {f: _unit(np.asarray(v, dtype=np.float32)) for f, v in stored.items()
+           if f in snap.facts and snap.facts[f].retracted_at is None}
+    text = {f: x.statement for f, x in snap.facts.items() if x.retracted_at is None}
+    holder = {f: x.holder for f, x in snap.facts.items()}
+    parent = dict(snap.parent)
+    live = {c for c, v in snap.concepts.items() if v.retired_at is None}
+    for e in edits:
+        if isinstance(e, CreateConcept):
+            parent[e.concept_id] = e.parent_id or snap.root_id
+            live.add(e.concept_id)
+        elif isinstance(e, AttachFact):
+            text[e.fact.fact_id], holder[e.fact.fact_id] = e.fact.statement, e.fact.holder
+            if e.embedding is not None:
+                vec[e.fact.fact_id] = _unit(np.asarray(e.embedding, dtype=np.float32))
+    st = _State(snap, vec, text, holder, parent, live, dict(snap.fact_concept), set(snap.concepts) | set(parent))
+    for logged in snap.edits.values():
+        if logged.op == "SPLIT" and logged.undone_at is None:
+            p = logged.payload
+            st.split_from.update({str(c): str(p.get("concept_id")) for c in p.get("children", [])})
+    st.proper = proper_nouns(text.values())
+    return st
+
+
+def _leaves_under(st: _State, anchor: str) -> list[str]:
+    has_kids = {p for c, p in st.parent.items() if c in st.live}
+    return sorted(c for c in st.live if INDUCED in c and anchor_of(c) == anchor and c not in has_kids)
+
+
+def _place(st: _State, attaches: list[AttachFact], cfg: LivingConceptsConfig, icfg: ConceptInductionConfig,
+           ) -> tuple[dict[str, str], list[CreateConcept]]:
+    """Where each new fact goes (fact -> concept) and the CREATE edits for new clusters."""
+    target: dict[str, str] = {}
+    open_: dict[str, list[str]] = {}
+    cents: dict[str, tuple[list[str], np.ndarray]] = {}
+    for a in attaches:
+        f, cid = a.fact.fact_id, a.concept_id
+        target[f] = cid
+        if INDUCED in cid or f not in st.vec:
+            continue
+        if cid not in cents:
+            leaves = [c for c in _leaves_under(st, cid) if st.members(c)]
+            cents[cid] = (leaves, np.stack([st.centroid(st.members(c)) for c in leaves]) if leaves else np.zeros((0, 1)))
+        leaves, mat = cents[cid]
+        if leaves:
+            sims = mat @ st.vec[f]
+            j = int(np.argmax(sims))
+            if float(sims[j]) >= cfg.assign_sim:
+                target[f] = leaves[j]
+                continue
+        open_.setdefault(cid, []).append(f)
+    creates: list[CreateConcept] = []
+    for anchor, fids in sorted(open_.items()):
+        if len(fids) < cfg.min_cluster:
+            continue
+        labels = leader_kmeans(np.stack([st.vec[f] for f in fids]), cfg.radius, cfg.min_cluster)
+        for j in range(int(labels.max()) + 1):
+            part = [fids[r] for r in np.flatnonzero(labels == j)]
+            if len(part) < cfg.min_cluster:
+                continue
+            name, desc = st.name(part)
+            if not name:  # nothing characteristic (chat, thanks): not a concept, the facts stay on their topic
+                continue
+            cid = st.new_id(anchor, name)
+            creates.append(CreateConcept(concept_id=cid, name=name, description=desc, parent_id=anchor))
+            st.parent[cid] = anchor
+            st.live.add(cid)
+            st.created_now.add(cid)
+            target.update({f: cid for f in part})
+    return target, creates
+
+
+def _merges(st: _State, cfg: LivingConceptsConfig) -> list[MergeConcepts]:
+    """Converged induced siblings, closest pair first; each concept in at most one merge per session."""
+    by_parent: dict[str, list[str]] = {}
+    for c in sorted(st.live):
+        if INDUCED in c and st.members(c):
+            by_parent.setdefault(st.parent.get(c, ""), []).append(c)
+    out: list[MergeConcepts] = []
+    used: set[str] = set()
+    for _, kids in sorted(by_parent.items()):
+        if len(kids) < 2:
+            continue
+        mem = {c: st.members(c) for c in kids}
+        mat = np.stack([st.centroid(mem[c]) for c in kids])
+        sims = mat @ mat.T
+        pairs = sorted(((float(sims[i, j]), i, j) for i in range(len(kids)) for j in range(i + 1, len(kids))
+                        if sims[i, j] >= cfg.merge_sim), reverse=True)
+        for _, i, j in pairs:
+            a, b = kids[i], kids[j]
+            if a in used or b in used or a in st.parent.values() or b in st.parent.values():
+                continue  # only leaves merge: folding a parent would reshape a subtree
+            if st.split_from.get(a, a) == st.split_from.get(b, b):
+                continue  # halves of one SPLIT were apart by the data's own measure: no merge back
+            src, tgt = (a, b) if (len(mem[a]), b) < (len(mem[b]), a) else (b, a)
+            out.append(MergeConcepts(source_id=src, target_id=tgt))
+            used.update((a, b))
+            for f in mem[src]:
+                st.home[f] = tgt
+            for c in [c for c, p in st.parent.items() if p == src]:
+                st.parent[c] = tgt
+            st.live.discard(src)
+    return out
+
+
+def _splits(st: _State, cfg: LivingConceptsConfig, icfg: ConceptInductionConfig, skip: set[str]) -> list[SplitConcept]:
+    out: list[SplitConcept] = []
+    for c in sorted(st.live):
+        if c in skip or c in st.created_now or c == st.snap.root_id:
+            continue
+        fids = st.members(c)
+        if len(fids) < cfg.split_min:
+            continue
+        halves = split_halves(np.stack([st.vec[f] for f in fids]), icfg)
+        if halves is None:
+            continue
+        parts = [[f for f, lab in zip(fids, halves) if lab == h] for h in (0, 1)]
+        named = [st.name(p, fids) for p in parts]
+        if not all(n for n, _ in named) or named[0][0] == named[1][0]:
+            continue  # a half that nothing characterises is no topic of its own
+        kids = tuple(SplitChild(concept_id=st.new_id(c, n), name=n, description=d, fact_ids=tuple(p))
+                     for p, (n, d) in zip(parts, named))
+        out.append(SplitConcept(concept_id=c, children=kids))
+    return out
+
+
+def living_edits(snap: Snapshot, edits: Sequence[OntologyEdit], stored: Mapping[str, Sequence[float]],
+                 cfg: LivingConceptsConfig) -> list[OntologyEdit]:
+    """``edits`` (one session's, from ``to_edits``) with each new fact sent to its induced concept, the
+    CREATE edits for new clusters before the ATTACHes, and the session's MERGE and SPLIT edits last.
+    ``stored``: the user's stored fact vectors (``GraphStore.embeddings``)."""
+    icfg = ConceptInductionConfig(radius=cfg.radius, min_cluster=cfg.split_child_min, split_min=cfg.split_min,
+                                  split_gain=cfg.split_gain)
+    st = _state(snap, edits, stored)
+    attaches = [e for e in edits if isinstance(e, AttachFact)]
+    target, creates = _place(st, attaches, cfg, icfg)
+    for f, c in target.items():
+        st.home[f] = c
+    merges = _merges(st, cfg)
+    splits = _splits(st, cfg, icfg, {m.target_id for m in merges} | {m.source_id for m in merges})
+    head = [e for e in edits if isinstance(e, (CreateConcept, MergeConcepts, SplitConcept))]
+    rest = [e for e in edits if not isinstance(e, (CreateConcept, MergeConcepts, SplitConcept, AttachFact))]
+    moved = [a.model_copy(update={"concept_id": target[a.fact.fact_id]}) for a in attaches]
+    return [*head, *creates, *moved, *rest, *merges, *splits]
+
+
+__all__ = ["INDUCED", "anchor_of", "living_edits"]
