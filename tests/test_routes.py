@@ -404,7 +404,7 @@ def test_a_turn_that_repeats_an_earlier_one_takes_no_turn_rank() -> None:
     ("Always loved jazz since I was a kid.", False),
 ])
 def test_standing_instruction(statement: str, standing: bool) -> None:
-    from graph.rules import standing_instruction
+    from retrieval.seeds.instruction import standing_instruction
 
     assert standing_instruction(statement) is standing
 

@@ -32,7 +32,8 @@ from graph.models import Fact, Relation, as_utc
 from retrieval.seeds.clusters import centroids, leader_kmeans
 from retrieval.seeds.model import ConceptPaths, Embed, Memo, Order, RouteIndex, entities_of, fact_time, retrieval_text, turn_recency
 from retrieval.seeds.textindex import Grow
-from graph.rules import EVIDENCE_HOLDERS, standing_instruction
+from graph.rules import EVIDENCE_HOLDERS
+from retrieval.seeds.instruction import standing_instruction
 from graph.snapshot import ChangeSet
 
 # Clusters are induced again from every fact when the user has this many times the facts they were

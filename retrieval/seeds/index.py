@@ -37,7 +37,8 @@ from retrieval.seeds.model import InformationMeasure as InformationMeasure
 from retrieval.seeds.model import entities_of as entities_of
 from retrieval.seeds.model import information_of as information_of
 from retrieval.seeds.textindex import Grow, TextIndex
-from graph.rules import EVIDENCE_HOLDERS, standing_instruction
+from graph.rules import EVIDENCE_HOLDERS
+from retrieval.seeds.instruction import standing_instruction
 from graph.snapshot import ChangeSet, Snapshot
 from graph.store import GraphStore
 

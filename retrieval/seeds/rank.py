@@ -11,7 +11,7 @@ that turn's rank). ``allowed`` (a boolean row mask, or None) hides facts outside
   names (rarer names weigh more).
 - time: facts dated inside the window the request names ("in May 2023", "last week" against the
   latest session date), by cosine.
-- instruction: the user's standing instructions ("Always … when I ask about …", ``graph.rules.standing_instruction``),
+- instruction: the user's standing instructions ("Always … when I ask about …", ``retrieval.seeds.instruction``),
   nearest first, at most ``instruction_limit``: like custom instructions they ride along with every request.
 - neighbour (a second pass, after the others are fused): the turns around the best seeds' turns in
   their session, the seed's speaker's own turns first. A question names the setup ("after the leash incident") and the
