@@ -103,7 +103,7 @@ def render_text(snap: Snapshot, edits: int = 10, describe: bool = False) -> str:
 
     for n in tree:
         walk(n, 0)
-    log = concept_edits(snap, edits)
+    log = concept_edits(snap, edits) if edits else []
     if log:
         lines += ["", f"latest concept edits ({len(log)} of {len(concept_edits(snap))}):"]
         lines += [f"  {describe_edit(snap, e)}" for e in reversed(log)]

@@ -193,7 +193,7 @@ def scored_terms(members: Sequence[str], corpus: Sequence[str], holders: Iterabl
     inside = Counter(w for t in members for w in set(terms(t, names, proper)))
     total = Counter(w for t in corpus for w in set(terms(t, names, proper)))
     m, c = max(len(members), 1), max(len(corpus), 1)
-    need = 2 if m >= 4 else 1
+    need = 2 if m >= 3 else 1  # a word one member says once tells nothing about the group
     score = {w: k * math.log(((k + 0.5) / (m + 1)) / ((max(total[w], k) + 0.5) / (c + 1)))
              for w, k in inside.items() if k >= need}
     return sorted(((w, s) for w, s in score.items() if s > 0), key=lambda kv: (-kv[1], kv[0]))

@@ -255,3 +255,25 @@ def test_concepts_command_prints_draws_and_loads_no_model(tmp_path: Path) -> Non
     assert got == {"rc": 0, "heavy": []}, p.stderr[-2000:]
     assert "pets (6 facts" in p.stdout and "dog" in p.stdout and svg.read_text().startswith("<svg")
     assert main(["concepts", "--store-path", str(path), "--user", "nobody"]) == 2
+
+
+def test_the_mcp_concept_resource_shows_the_induced_concepts(grown: Memory) -> None:
+    from serving.service import build_concept_tree
+
+    tree = build_concept_tree(grown.store.load_snapshot(U))
+    assert tree.root is not None
+    pets = next(n for n in tree.root.children if n.name == "pets")
+    assert len(pets.children) == 2 and all(len(k.facts) == 3 and k.description for k in pets.children)
+
+
+def test_the_halves_of_a_split_do_not_merge_back() -> None:
+    snap = Snapshot(user_id=U)
+    base: list[OntologyEdit] = [CreateConcept(concept_id=ANCHOR, name="pets")]
+    base += [_attach(f"d{i}", t, _vec(0, i)) for i, t in enumerate(DOG)] + [_attach(f"c{i}", t, _vec(5, i)) for i, t in enumerate(CAT)]
+    cfg = CFG.model_copy(update={"min_cluster": 9})  # no CREATE: all eight stay on the topic, which then splits
+    out = living_edits(snap, base, {}, cfg.model_copy(update={"split_min": 8}))
+    assert isinstance(out[-1], SplitConcept) and out[-1].concept_id == ANCHOR
+    s1, _ = apply_batch(snap, EditBatch(user_id=U, edits=out))
+    stored = {e.fact.fact_id: e.embedding for e in base if isinstance(e, AttachFact) and e.embedding}
+    again = living_edits(s1, [], stored, cfg.model_copy(update={"merge_sim": 0.0}))
+    assert not [e for e in again if isinstance(e, MergeConcepts)]
