@@ -73,7 +73,8 @@ def main() -> None:
     rows = [r for r in rows if r.policy == "update" or any(i.status == "current" for i in r.items)]
     rows = rows[a.skip_rows: a.skip_rows + a.rows]
     rows = [r for r in rows if not a.only or r.id in a.only]
-    keys = ("current_hit", "outdated_leak", "current_valid", "wrong_way", "outdated_marked", "out_of_order")
+    keys = ("current_hit", "outdated_leak", "outdated_leak_any", "current_valid", "wrong_way", "outdated_marked",
+            "out_of_order")
     gold_keys = ("current_hit", "outdated_leak", "current_valid", "wrong_way")
     labels = load_turn_annotations()
     check_against(rows, labels)
@@ -81,6 +82,7 @@ def main() -> None:
     tot = {m: dict.fromkeys(keys, 0.0) for m in methods}
     agree = {m: [0, 0] for m in methods}  # items matched in an annotated turn, annotated items
     gold_tot, n_gold = dict.fromkeys(gold_keys, 0.0), 0
+    turn_leak = {m: [0, 0] for m in methods}  # partial-turn leaks, rows with an outdated item's gold turn
 
     def emb(t: list[str]) -> np.ndarray:
         return np.asarray(mem.embedder.embed(t))
@@ -102,6 +104,9 @@ def main() -> None:
             for k in keys:
                 tot[m][k] += float(getattr(x, k))
             agree[m][0] += x.matched_in_gold_turn or 0
+            if x.partial_turn_leak is not None:
+                turn_leak[m][0] += int(x.partial_turn_leak)
+                turn_leak[m][1] += 1
             agree[m][1] += x.annotated_items
         if r.gold_turns is not None:
             n_gold += 1
@@ -116,6 +121,7 @@ def main() -> None:
             dump.write(json.dumps({"id": row.id, "scores": {k: int(getattr(r, k)) for k in keys}, "facts": facts}) + "\n")
         print("=" * 100)
         print(f"ROW {row.id} " + " ".join(f"{k}={int(getattr(r, k))}" for k in keys)
+              + (f" partial_turn_leak={int(r.partial_turn_leak)}" if r.partial_turn_leak is not None else "")
               + (" gold:" + " ".join(f"{k}={int(getattr(r.gold_turns, k))}" for k in gold_keys) if r.gold_turns else ""))
         if a.quiet:
             continue
@@ -137,8 +143,9 @@ def main() -> None:
     n = max(1, len(rows))
     for m in methods:
         share = round(agree[m][0] / agree[m][1], 3) if agree[m][1] else None
+        ptl = round(turn_leak[m][0] / turn_leak[m][1], 3) if turn_leak[m][1] else None
         print("TOTAL" if m == a.matching else f"TOTAL[{m}]", {k: round(v / n, 3) for k, v in tot[m].items()},
-              f"rows={len(rows)} matched_in_gold_turn={share}")
+              f"rows={len(rows)} matched_in_gold_turn={share} partial_turn_leak={ptl} (rows={turn_leak[m][1]})")
     print("TOTAL[gold turns]", {k: round(v / max(1, n_gold), 3) for k, v in gold_tot.items()}, f"rows={n_gold}")
     if dump:
         dump.close()

@@ -36,6 +36,11 @@ disputed: a relation pointing the wrong way or at the wrong fact), ``current_val
 wrongly superseded), ``outdated_marked`` (the outdated item's fact was retrieved and arrived marked)
 and ``outdated_leak_any``, a stricter leak: items split at ';', and *any* retrieved unmarked fact
 that is nearer to an outdated part than to every other part (at the threshold) counts.
+``partial_turn_leak`` (rows with annotated gold turns): any retrieved unmarked fact of a stateful kind
+(``STATEFUL_KINDS``: not an event or experience, which happened and are never superseded) said in the outdated
+item's annotated primary turn counts, whatever the matching picked: the one-fact leak reads one sentence per
+item, and a turn that states the old view in three sentences can leak through the other two. A primary turn
+that is also annotated for the current item (a change turn naming both views) is left out.
 ``out_of_order`` (given the facts' turn positions): the outdated item's stored fact is not older than the
 current item's (the same turn or a later one: a change turn that names the old view, "I used to avoid film
 festivals, but now I seek them out", or the old view recounted after the change). No relation that points
@@ -67,6 +72,8 @@ from induction.pipeline import Ingestor, IngestError
 from llmclients.embeddings import Embedder
 
 MARKED = frozenset({"superseded", "expired", "retracted"})
+# The kinds that hold a state a later statement replaces (partial_turn_leak): events and experiences happened.
+STATEFUL_KINDS = frozenset({"preference", "belief", "circumstance", "constraint", "plan"})
 Matching = Literal["ordered", "nearest_item", "greedy"]
 
 
@@ -124,6 +131,8 @@ class RowResult(BaseModel):
     current_valid: bool
     outdated_marked: bool
     outdated_leak_any: bool = False
+    partial_turn_leak: bool | None = Field(default=None, description="A retrieved unmarked fact of a stateful kind said in "
+                                           "the outdated item's annotated primary turn (None: the row has no such label).")
     wrong_way: bool = Field(default=False, description="The current item's stored fact is itself superseded or disputed.")
     out_of_order: bool = Field(default=False, description="The outdated item's stored fact is not older than the "
                                "current item's (same turn or later): no later-replaces-earlier relation can mark it.")
@@ -157,6 +166,9 @@ class MemsycoReport(BaseModel):
     current_valid: float = 0.0
     outdated_marked: float = 0.0
     outdated_leak_any: float = Field(default=0.0, description="Stricter leak: any retrieved unmarked fact nearest an outdated part.")
+    partial_turn_leak: float | None = Field(default=None, description="Partial-turn leak, over the rows with annotated "
+                                            "gold turns: any retrieved unmarked fact of a stateful kind said in the "
+                                            "outdated item's annotated primary turn.")
     wrong_way: float = Field(default=0.0, description="Rows whose current item's stored fact (retrieved or not) ends up "
                              "non-current (superseded or disputed): a relation pointing the wrong way or at the wrong fact.")
     out_of_order: float = Field(default=0.0, description="Rows whose outdated item's stored fact is not older than "
@@ -303,20 +315,32 @@ def score_row(row: MemsycoRow, bundle: EvidenceBundle, statements: dict[str, str
     cur_all = {fid for k, fid in best.items() if status[k] == "current"}
     old_all = {fid for k, fid in best.items() if status[k] == "outdated"}
     late = any(pos[o] >= pos[c] for o in old_all & pos.keys() for c in cur_all & pos.keys())
-    in_turn, gj, n_labelled = None, None, 0
+    in_turn, gj, n_labelled, partial = None, None, 0, None
     if labels is not None and pos:
+        partial = partial_turn_leak(labels, bundle, pos)
         turns = {gold_k.index(lab.k): set(lab.turns) for lab in labels.items if lab.k in gold_k}
         in_turn = sum(1 for k, fid in best.items() if k in turns and pos.get(fid) in turns[k])
         n_labelled = len(turns)
         gj = _judge(_gold_match(labels, gold_k, ids, near, pos, users), status, bundle, validity)[0]
     return RowResult(id=row.id, subtype=row.subtype, **verdict.model_dump(), out_of_order=late,
-                     outdated_leak_any=leak_any, facts=len(ids),
+                     outdated_leak_any=leak_any, partial_turn_leak=partial, facts=len(ids),
                      current_fact=by_id[cur[0]].fact.statement if cur else None,
                      leaked_fact=by_id[leaks[0]].fact.statement if leaks else None,
                      leaked_kind=by_id[leaks[0]].fact.kind if leaks else None,
                      outdated_fact=next((statements[fid] for k, fid in best.items() if status[k] == "outdated"), None),
                      annotated_items=n_labelled,
                      matched_in_gold_turn=in_turn, gold_turns=gj)
+
+
+def partial_turn_leak(labels: RowTurns, bundle: EvidenceBundle, position: dict[str, int]) -> bool | None:
+    """Any retrieved unmarked fact of a stateful kind said in an outdated item's annotated primary turn (a turn
+    also annotated for a current item left out); None when the row labels no outdated item."""
+    if not any(lab.status == "outdated" for lab in labels.items):
+        return None
+    current = {t for lab in labels.items if lab.status == "current" for t in lab.turns}
+    old = {lab.primary for lab in labels.items if lab.status == "outdated"} - current
+    return any(position.get(it.fact.fact_id) in old and it.fact.kind in STATEFUL_KINDS
+               and it.state.validity not in MARKED for it in bundle.items)
 
 
 def turn_positions(row: MemsycoRow, snap: Snapshot) -> dict[str, int]:
@@ -393,9 +417,11 @@ def _run(rows: list[MemsycoRow], ingestor: Ingestor, memo: _Memo, cfg: MemsycoEv
     agree = (round(sum(r.matched_in_gold_turn or 0 for r in labelled) / sum(r.annotated_items for r in labelled), 4)
              if labelled else None)
 
+    turn_rows = [r for r in ok if r.partial_turn_leak is not None]
     return MemsycoReport(current_hit=mean("current_hit"), outdated_leak=mean("outdated_leak"), order=mean("order"),
                          n_rows=n_rows, current_valid=mean("current_valid"), outdated_marked=mean("outdated_marked"),
                          outdated_leak_any=mean("outdated_leak_any"), wrong_way=mean("wrong_way"),
+                         partial_turn_leak=mean("partial_turn_leak", turn_rows) if turn_rows else None,
                          out_of_order=mean("out_of_order"), outdated_leak_in_order=mean("outdated_leak", in_order),
                          current_valid_in_order=mean("current_valid", in_order),
                          leak_kinds=dict(Counter(r.leaked_kind for r in ok if r.leaked_kind).most_common()),

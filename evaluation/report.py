@@ -217,12 +217,20 @@ def markdown(rep: dict[str, Any]) -> str:
 
 def memsyco_markdown(rep: dict[str, Any]) -> str:
     lines = ["# memsyco evaluation", "", "## valid_memory_selection", "",
-             "| system | current-hit | outdated-leak (lower is better) | order | n |", "|---|---|---|---|---|",
-             f"| **evomem** | {_fmt(rep.get('current_hit'))} | {_fmt(rep.get('outdated_leak'))} | {_fmt(rep.get('order'))} | "
+             "| system | current-hit | outdated-leak (one fact; lower is better) | partial-turn leak | any leak | order | n |",
+             "|---|---|---|---|---|---|---|",
+             f"| **evomem** | {_fmt(rep.get('current_hit'))} | {_fmt(rep.get('outdated_leak'))} | "
+             f"{_fmt(rep.get('partial_turn_leak'))} | {_fmt(rep.get('outdated_leak_any'))} | {_fmt(rep.get('order'))} | "
              f"{rep.get('n_rows')} |"]
     for n, v in rep.get("baselines", {}).items():
         lines.append(f"| baseline: {n} | {_fmt(v.get('current_hit'))} | {_fmt(v.get('outdated_leak'))} | "
+                     f"{_fmt(v.get('partial_turn_leak'))} | {_fmt(v.get('outdated_leak_any'))} | "
                      f"{_fmt(v.get('order'))} | {v.get('n_rows')} |")
+    # the one-fact leak reads one stored sentence per item; the other two read more of what was said
+    lines += ["", "Partial-turn leak: any retrieved unmarked fact of a stateful kind said in the outdated item's "
+              "annotated turn (rows with gold turns); any leak: any retrieved unmarked fact nearest an outdated part. "
+              "The `ordered` matching and the relation labels share the order-in-time construction (the older "
+              "statement is the outdated one), so the gold-turn figures below are the check on both."]
     # how far the automatic matching can be trusted, and the figures that do not depend on it
     lines += ["", f"Current item still current {_fmt(rep.get('current_valid'))}, wrong way {_fmt(rep.get('wrong_way'))}; "
               f"matching `{rep.get('matching')}`, items matched in an annotated turn {_fmt(rep.get('matching_agreement'))}."]
