@@ -27,7 +27,7 @@ from retrieval.retrieve import EvidenceBundle
 from llmclients.chat import ChatModel, ChatResult
 from policy.perfact import assemble, fact_messages, is_per_fact
 from policy.prompt import as_dicts, load_prompt, policy_messages
-from policy.state import ReasoningState, parse_state
+from policy.state import ReasoningState, fit_state, parse_state
 
 META_FILE = "evomem_policy.json"
 FACT_LINE_TOKENS = 32  # a per-fact answer is one line of ~10 tokens ("current-preference | use | high")
@@ -77,6 +77,8 @@ class LocalLearnedPolicy:
         self.facts_budget = facts_budget
         self.name = name
         self.per_fact = is_per_fact(prompt)  # one call per fact, state assembled by code (policy/perfact.py)
+        self.fast = True  # greedy per-fact states by policy/fastfact.py (False: generate each line)
+        self._fast: Any = None
 
     @classmethod
     def from_checkpoint(cls, folder: str | Path, *, device: str = "cpu", dtype: str = "float32",
@@ -168,8 +170,16 @@ class LocalLearnedPolicy:
         return [assemble([it.alias for it in q[1].items], lines) for q, lines in zip(queries, per_query)]
 
     def state(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None = None) -> ReasoningState:
+        if self.per_fact and self.temperature == 0 and self.fast:
+            # greedy per-fact decisions as a classification in a few batched forwards (policy/fastfact.py):
+            # the same lines as generation wherever generation writes the grammar
+            from policy.fastfact import FastFactPolicy
+
+            if self._fast is None:
+                self._fast = FastFactPolicy(self)
+            return self._fast.state(request, bundle, choices)
         text = self.state_texts([(request, bundle, choices)], batch_size=max(len(bundle.items), 1))[0]
-        return parse_state(text, [it.alias for it in bundle.items])
+        return fit_state(parse_state(text, [it.alias for it in bundle.items]))
 
 
 class EndpointLearnedPolicy:
@@ -196,8 +206,8 @@ class EndpointLearnedPolicy:
                                          max_tokens=min(self.max_tokens, FACT_LINE_TOKENS), temperature=self.temperature)
                 outs.append(res.text)
                 self.last_result = res
-            return parse_state(assemble(aliases, outs), aliases)
+            return fit_state(parse_state(assemble(aliases, outs), aliases))
         msgs = policy_messages(request, bundle, choices, prompt=self.prompt, facts_budget=self.facts_budget)
         res = self.chat.complete(msgs, max_tokens=self.max_tokens, temperature=self.temperature)
         self.last_result = res
-        return parse_state(res.text, aliases)
+        return fit_state(parse_state(res.text, aliases))

@@ -23,7 +23,7 @@ from llmclients.chat import ChatError, ChatModel
 from policy.answer_prompts import load_answer_prompt
 from policy.prompt import answer_messages
 from policy.reader import AnswerReader
-from policy.state import ReasoningState, StateParseError, parse_state
+from policy.state import ReasoningState, StateParseError, fit_state, parse_state
 from scoring.answers import choice_match, exact_match, normalize_answer, token_f1
 from scoring.judge import Judge
 from training_data.base import TrainingInstance
@@ -114,7 +114,7 @@ def gate(text: str, aliases: Sequence[str], reference: str, n_tokens: int,
         return None, RewardBreakdown(reward=cfg.format_penalty, outcome="unparseable")
     if discloses_answer(text, reference, cfg.disclosure_ngram):
         return None, RewardBreakdown(reward=cfg.disclosure_penalty, outcome="disclosed")
-    return state, None
+    return fit_state(state), None  # the one state length limit (policy.state.MAX_STATE_WORDS), as serving cuts it
 
 
 # --- answer models ---------------------------------------------------------------------------------------
@@ -198,9 +198,11 @@ class BaselineCache:
 def state_reward(text: str, instance: TrainingInstance, model: AnswerModel, baseline: BaselineCache,
                  cfg: RewardConfig, n_tokens: int | None = None, judge: Judge | None = None,
                  count_tokens: Callable[[str], int] = lambda t: len(t.split())) -> RewardBreakdown:
-    """The full reward of one candidate state for one instance (Eq. 10 plus gates)."""
-    state, penalty = gate(text, instance.aliases, instance.reference_answer,
-                          n_tokens if n_tokens is not None else count_tokens(text), cfg)
+    """The full reward of one candidate state for one instance (Eq. 10 plus gates). ``n_tokens`` (the
+    completion's generated tokens, from the trainer) is what ``max_state_tokens`` caps; a state assembled by
+    code (per-fact lines, the bench) has no generation length and is only cut to ``MAX_STATE_WORDS`` by
+    ``gate`` — the cut serving makes."""
+    state, penalty = gate(text, instance.aliases, instance.reference_answer, n_tokens or 0, cfg)
     if penalty is not None:
         return penalty
     without = baseline.get(model, instance, judge)

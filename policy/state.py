@@ -29,6 +29,7 @@ ROLES: tuple[str, ...] = ("current-preference", "historical", "constraint", "evi
 PRIORITIES: tuple[str, ...] = ("high", "medium", "low")
 MAX_RULES = 4
 MAX_RULE_WORDS = 40
+MAX_STATE_WORDS = 192  # the one length limit of a state (whitespace words), in training, the bench and serving
 
 
 class FactUse(BaseModel):
@@ -113,4 +114,45 @@ def parse_state(text: str, aliases: Iterable[str] | None = None) -> ReasoningSta
                               "role first, or 'RULE: <text>')", n)
     if not facts:
         raise StateParseError("no fact lines: a Reasoning State must say how at least one fact is used")
+    return ReasoningState(facts=tuple(facts), rules=tuple(rules))
+
+
+def state_words(text: str) -> int:
+    """A state's length as the limit counts it: whitespace-separated words.
+
+    >>> state_words("F1: use | evidence | high")
+    6
+    """
+    return len(text.split())
+
+
+def fit_state(state: ReasoningState, max_words: int = MAX_STATE_WORDS) -> ReasoningState:
+    """``state`` cut to ``max_words`` (``MAX_STATE_WORDS``): rules first (they say what changes the answer), then
+    fact lines in order (a per-fact policy writes them in retrieval order, best first) while they fit; at
+    least one fact line always stays. The same cut wherever a state is used — the reward, the bench and
+    serving — so a long bundle's state is shortened the same way everywhere instead of scoring 0 in one
+    place and passing in another.
+
+    >>> s = parse_state("\\n".join(f"F{k}: use | evidence | low" for k in range(1, 50)) + "\\nRULE: keep F3")
+    >>> fit_state(s).render().count("\\n") + 1 <= 33, fit_state(s).rules
+    (True, ('keep F3',))
+    """
+    text = state.render()
+    if state_words(text) <= max_words:
+        return state
+    rules: list[str] = []
+    used = 0
+    for r in state.rules:
+        n = state_words(f"RULE: {r}")
+        if used + n <= max_words // 2:  # rules never take more than half the room
+            rules.append(r)
+            used += n
+    facts = [state.facts[0]]
+    used += state_words(ReasoningState(facts=(state.facts[0],)).render())
+    for f in state.facts[1:]:
+        n = state_words(ReasoningState(facts=(f,)).render())
+        if used + n > max_words:
+            break
+        facts.append(f)
+        used += n
     return ReasoningState(facts=tuple(facts), rules=tuple(rules))

