@@ -77,8 +77,11 @@ class DataConfig(BaseModel):
 
 class AnswerModelSettings(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    kind: Literal["reader", "chat"] = Field(default="reader", description="reader: the deterministic CPU reader "
-                                            "(policy/reader.py); chat: a ChatModel endpoint (vLLM serving Qwen3-8B).")
+    kind: Literal["reader", "lm", "chat"] = Field(default="reader", description="reader: the deterministic CPU reader "
+                                                  "(policy/reader.py); lm: SmolLM2-135M scoring the options by "
+                                                  "log-likelihood (policy/lmreader.py, frozen; with reward.graded the "
+                                                  "reward is P(reference) lift); chat: a ChatModel endpoint (vLLM "
+                                                  "serving Qwen3-8B).")
     endpoint: ModelEndpointConfig | None = Field(default=None, description="The answer model's endpoint (chat only); "
                                                  "timeout_s there bounds each call, and a timeout drops the sample.")
     reader_ignored_weight: float = Field(default=0.0, ge=0, description="reader only: how much a fact the state "

@@ -78,6 +78,9 @@ class RewardConfig(BaseModel):
     length_penalty: float = Field(default=-1.0, description="Reward of a state longer than max_state_tokens.")
     max_state_tokens: int = Field(default=512, ge=1, description="Length cap on a state, in policy tokens.")
     disclosure_ngram: int = Field(default=8, ge=1, description="Run length that counts as disclosing a long answer.")
+    graded: bool = Field(default=False, description="Score by the answer model's graded score (``graded``: P(reference "
+                         "option) for the LM reader, policy/lmreader.py) instead of right/wrong, so candidates that move "
+                         "the answer model without flipping its choice still differ: groups get reward spread.")
 
 
 class RewardBreakdown(BaseModel):
@@ -205,6 +208,13 @@ def state_reward(text: str, instance: TrainingInstance, model: AnswerModel, base
     state, penalty = gate(text, instance.aliases, instance.reference_answer, n_tokens or 0, cfg)
     if penalty is not None:
         return penalty
+    graded = getattr(model, "graded", None) if cfg.graded else None
+    if graded is not None:  # graded reward: P(reference) with the state minus without it (cached per instance)
+        key = f"{BaselineCache.key(model, instance)}|graded"
+        if key not in baseline.scores:
+            baseline.scores[key] = float(graded(instance, None))
+        g_without, g_with = baseline.scores[key], float(graded(instance, state))
+        return RewardBreakdown(reward=g_with - g_without, outcome="ok", score_with=g_with, score_without=g_without)
     without = baseline.get(model, instance, judge)
     ans = model.answer(instance, state)
     with_ = score(instance, ans, judge) if ans is not None else None

@@ -162,6 +162,10 @@ def build_answer_model(cfg: TrainConfig) -> tuple[AnswerModel, Judge | None]:
 
     if cfg.answer.kind == "reader":
         return ReaderAnswerModel(AnswerReader(cfg.answer.reader_ignored_weight)), None
+    if cfg.answer.kind == "lm":  # SmolLM2 scoring options by log-likelihood, frozen (policy/lmreader.py)
+        from policy.lmreader import LMAnswerModel, LMReader
+
+        return LMAnswerModel(LMReader.smollm2()), None
     from llmclients.factory import make_chat_model
 
     assert cfg.answer.endpoint is not None  # the config validator guarantees it

@@ -71,3 +71,36 @@ def test_lm_reader_reads_rules_and_its_kv_reuse_equals_a_full_forward() -> None:
         logp = torch.log_softmax(logits[len(pre) - 1:-1], -1).gather(1, torch.tensor(ids)[:, None])[:, 0]
         assert abs(float(logp.mean()) - lp) < 1e-3
     assert 0.0 < reader.graded_choice(lps, choices, choices[0]) < 1.0
+
+
+def test_graded_reward_uses_the_answer_models_graded_score_and_caches_the_no_state_term() -> None:
+    from policy.rewards import BaselineCache, state_reward
+
+    class Graded:
+        name = "graded-stub"
+        calls: list[object] = []
+
+        def answer(self, instance: TrainingInstance, state: object) -> str:
+            return "x"
+
+        def graded(self, instance: TrainingInstance, state: object) -> float:
+            self.calls.append(state)
+            return 0.25 if state is None else 0.75
+
+    items = _bundle(["I like tea."]).items
+    inst = TrainingInstance(instance_id="g:1", source="test", category="update", user_id="u", request="q",
+                            evidence=tuple(items), reference_answer="tea", choices=("tea", "coffee"), scorer="choice")
+    m, cache = Graded(), BaselineCache()
+    for _ in range(2):
+        bd = state_reward("F1: use | evidence | high", inst, m, cache, RewardConfig(graded=True))
+        assert bd.reward == 0.5 and bd.outcome == "ok"
+    assert m.calls.count(None) == 1  # the no-state term once per instance
+    assert state_reward("F1: use | evidence | high", inst, m, cache, RewardConfig()).reward == 0.0  # off: right/wrong
+
+
+def test_lmreader_preset_loads_with_graded_rewards_and_spread_settings() -> None:
+    from policy.config import load_config
+
+    cfg = load_config("grpo-cpu-smollm2-lmreader")
+    assert cfg.answer.kind == "lm" and cfg.reward.graded and cfg.num_generations >= 8 and cfg.temperature >= 1.0
+    assert cfg.data.val_from_train and cfg.eval_every  # the checkpoint is picked on validation, never held-out
