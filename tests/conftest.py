@@ -60,7 +60,10 @@ IN_CI = bool(os.environ.get("CI"))
 
 @pytest.fixture(scope="session")
 def neo4j_uri() -> Iterator[str]:
-    uri = os.environ.get("EVOMEM_NEO4J_URI")
+    # Under pytest-xdist (scripts/run-tests runs two workers) the Neo4j tests of different workers must
+    # not share a server (they wipe it): the first worker uses EVOMEM_NEO4J_URI, the others start their own.
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
+    uri = os.environ.get("EVOMEM_NEO4J_URI") if worker == "gw0" else None
     if uri:
         yield uri
         return
