@@ -124,15 +124,15 @@ class RelationModelConfig(_Cfg):
     turn_change_evidence: bool = Field(default=True, description="A change cue on another sentence of the new fact's "
                                        "turn counts as the newer statement saying something changed.")
     turn_needs_reversal: bool = Field(default=True, description="Whole-turn replacement only when the new fact's turn "
-                                      "turns against something (graph.rules.reverses: but, instead, no longer, "
+                                      "turns against something (induction.reading.change.reverses: but, instead, no longer, "
                                       "switched, realized…); a turn that only says now / lately elaborates.")
     change_needs_reversal: bool = Field(default=True, description="Any replacement needs the new fact's turn to turn "
-                                        "against something (graph.rules.reverses) or the opposite polarity; off: a "
+                                        "against something (induction.reading.change.reverses) or the opposite polarity; off: a "
                                         "now / lately shift word is enough for a state.")
     continuation_blocks: bool = Field(default=True, description="A statement that says the earlier state persists or "
-                                      "adds to it (graph.rules.continues: still, too, also, as well) replaces nothing.")
+                                      "adds to it (induction.reading.change.continues: still, too, also, as well) replaces nothing.")
     assistant_disputes_on_correction: bool = Field(default=True, description="The assistant's own line disputes a "
-                                                   "person only when it says it corrects (graph.rules.corrects: "
+                                                   "person only when it says it corrects (induction.reading.corrections.corrects: "
                                                    "actually, a common myth, studies show…), and replaces its own earlier "
                                                    "line only then; a document disputes on the model's word. Off: any "
                                                    "claim of the assistant may.")
@@ -143,7 +143,7 @@ class RelationModelConfig(_Cfg):
                                        "graph.rules.may_conflict still disposes. 1.0: the gates always stand.")
     conflict_needs_contrast: bool = Field(default=True, description="A conflict between two statements of one "
                                           "person needs opposite polarity or a newer statement that itself turns "
-                                          "against something (graph.rules.reverses); restatements are not conflicts.")
+                                          "against something (induction.reading.change.reverses); restatements are not conflicts.")
     cache_vectors: int = Field(default=50000, ge=0, description="Sentence vectors of stored facts kept in memory "
                                "(stored facts carry no vectors in the snapshot; a miss is embedded again).")
 
