@@ -1,12 +1,20 @@
 """``evomem serve``: build the API's dependencies from typed config and run it under uvicorn.
 
-One process owns the embedded store (LadybugDB takes a file lock), so this runs a single uvicorn
-worker; concurrency comes from the thread pool (the store serializes its own transactions). With
-Neo4j, scale out by running several of these behind a load balancer.
+One process owns the embedded store (LadybugDB takes a file lock), so with it this runs a single
+uvicorn worker; concurrency comes from the thread pool (the store serializes its own transactions).
+With Neo4j, ``workers > 1`` runs N uvicorn worker processes behind one address (each builds its own
+deps from the same pickled config: ``worker_app``), or run several of these behind a load balancer.
+A user's writes stay serialized across processes: every Neo4j commit locks the user's ``UserMeta``
+node and checks the version its batch was built on; the loser re-reads and retries
+(``memcore/retry.py``), so no acknowledged write is lost (bench/scaleout.py counts them).
 """
 
 from __future__ import annotations
 
+import atexit
+import base64
+import os
+import pickle
 from typing import TYPE_CHECKING, Any
 
 from graph.models import utcnow
@@ -68,10 +76,36 @@ def build_deps(settings: MemorySettings, models: ModelsConfig, pipeline: Pipelin
                    ingest=fn, ingestor=ingestor, redact=(ingest_config or IngestConfig()).redact)
 
 
+WORKER_CONFIG_ENV = "EVOMEM_SERVE_WORKER_CONFIG"
+
+
+def worker_app() -> Any:
+    """The app of one uvicorn worker process (``workers > 1``): built from the config ``run_server``
+    pickled into the environment (the parent's own, inherited; keys included, so never logged)."""
+    settings, models, pipeline, api, ingest_config = pickle.loads(base64.b64decode(os.environ[WORKER_CONFIG_ENV]))
+    deps = build_deps(settings, models, pipeline, api, ingest_config=ingest_config)
+    app = create_app(deps)
+    atexit.register(deps.memory.close)  # the worker's store connection closes with its process
+    return app
+
+
 def run_server(settings: MemorySettings, models: ModelsConfig, pipeline: PipelineConfig, api: ApiSettings, host: str, port: int,
-               log_level: str = "info", ingest_config: IngestConfig | None = None) -> None:
+               log_level: str = "info", ingest_config: IngestConfig | None = None, workers: int = 1) -> None:
     import uvicorn
 
+    if workers > 1:
+        backend = getattr(getattr(settings, "store", None), "backend", None)
+        if backend != "neo4j":
+            raise ValueError(f"several workers need a shared store (neo4j); the {backend} store is one process's")
+        os.environ[WORKER_CONFIG_ENV] = base64.b64encode(
+            pickle.dumps((settings, models, pipeline, api, ingest_config))).decode("ascii")
+        print(f"evomem serve: http://{host}:{port}  store=neo4j  workers={workers}  "
+              f"auth={'on' if api.require_auth else 'OFF'}", flush=True)
+        uvicorn.run("serving.server:worker_app", factory=True, host=host, port=port, log_level=log_level,
+                    access_log=log_level == "debug", workers=workers,
+                    # a worker loads its models before it answers uvicorn's readiness ping (default 5 s)
+                    timeout_worker_healthcheck=900)
+        return
     deps = build_deps(settings, models, pipeline, api, ingest_config=ingest_config)
     app = create_app(deps)
     print(f"evomem serve: http://{host}:{port}  store={settings.store.backend}  policy={deps.pipeline.policy.name}  "
