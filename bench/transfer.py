@@ -49,8 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     store = EmbeddedStore(":memory:")
     store.setup()
     base = build_ingestor(Memory(store, embedder, settings.retrieval), settings.ingest, settings.models.extraction)
-    policy = make_policy(ModelEndpointConfig(kind="local", model_path=ns.policy_path) if ns.policy_path
-                         else ModelEndpointConfig(kind="rule"))
+    policy = make_policy(ModelEndpointConfig(connection="local", model_path=ns.policy_path) if ns.policy_path
+                         else ModelEndpointConfig(policy_kind="rule"))
     data = Path(ns.data) if ns.data else memsyco_root()
     cfg = TransferEvalConfig(k=ns.k, limit=ns.limit)
 

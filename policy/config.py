@@ -95,7 +95,7 @@ class AnswerModelSettings(BaseModel):
     @model_validator(mode="after")
     def _chat_needs_endpoint(self) -> AnswerModelSettings:
         if self.kind == "chat" and self.endpoint is None:
-            raise ValueError("answer.kind=chat needs answer.endpoint (kind: openai, base_url, model)")
+            raise ValueError("answer.kind=chat needs answer.endpoint (connection: openai, base_url, model)")
         return self
 
 

@@ -8,7 +8,7 @@ machine that loads it, so no absolute path travels) and the prompt it was traine
 The tokenizer is not shipped: it is the one read from the same GGUF.
 
 Loading is ``LocalLearnedPolicy.from_checkpoint(shipped_policy_dir())``; ``serving.pipeline.make_policy``
-does it for ``kind: shipped`` (the default policy) and falls back to the rule baseline, saying why, when
+does it for ``policy_kind: shipped`` (the default policy) and falls back to the rule baseline, saying why, when
 the artefact is missing or does not load.
 """
 

@@ -100,7 +100,7 @@ def serve_model(cfg: ModelServerConfig) -> None:
     from llmclients.config import ModelEndpointConfig
     from llmclients.local_engine import LocalChatEngine
 
-    engine = LocalChatEngine.from_config(ModelEndpointConfig(kind="local", model_path=cfg.model_path,
+    engine = LocalChatEngine.from_config(ModelEndpointConfig(connection="local", model_path=cfg.model_path,
                                                              model=cfg.served_model_name, cache_dir=cfg.cache_dir,
                                                              threads=cfg.threads))
     print(f"evomem serve-model: {engine.name} loaded in {engine.load_seconds:.1f}s"

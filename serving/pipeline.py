@@ -38,17 +38,17 @@ log = logging.getLogger(__name__)
 
 
 def make_policy(cfg: ModelEndpointConfig, prompt: str = "policy_v1", max_tokens: int = 512) -> Policy:
-    """Rule baseline (the default); the learned policy shipped in the package (kind=shipped: SmolLM2 + its
-    LoRA adapter in process; the rule baseline, with a logged reason, when it is absent or broken); a
-    checkpoint of ``evomem train-policy`` in process (kind=local, model_path holding evomem_policy.json:
-    base + adapter, with the prompt it was trained on); or a model behind a ChatModel (vLLM serving the
-    adapter as ``policy``)."""
-    if cfg.kind == "rule":
+    """Rule baseline (policy_kind=rule); the learned policy shipped in the package (policy_kind=shipped:
+    SmolLM2 + its LoRA adapter in process; the rule baseline, with a logged reason, when it is absent or
+    broken); a checkpoint of ``evomem train-policy`` in process (connection=local, model_path holding
+    evomem_policy.json: base + adapter, with the prompt it was trained on); or a model behind a ChatModel
+    (vLLM serving the adapter as ``policy``)."""
+    if cfg.policy_kind == "rule":
         return RulePolicy()
-    if cfg.kind == "shipped":
+    if cfg.policy_kind == "shipped":
         loading_notice("the policy model", "the shipped SmolLM2-135M + its LoRA adapter, in process")
         return load_shipped_policy(cfg, max_tokens)
-    if cfg.kind == "local" and cfg.model_path and is_policy_checkpoint(cfg.model_path):
+    if cfg.connection == "local" and cfg.model_path and is_policy_checkpoint(cfg.model_path):
         loading_notice("the policy model", f"{cfg.model_path}, in process")
         return LocalLearnedPolicy.from_checkpoint(cfg.model_path, device=cfg.device, temperature=0.0,
                                                   max_new_tokens=max_tokens)
@@ -98,13 +98,13 @@ def build_models(models: ModelsConfig, pipeline: PipelineConfig | None = None,
     model-backed policy gets the pipeline's ``policy_prompt`` and ``policy_max_tokens``. ``probe``: check
     the answer server answers before the policy is built (``probe_answer_model``)."""
     cfg = pipeline or PipelineConfig()
-    if models.answer.kind == "local":
+    if models.answer.connection == "local":
         loading_notice("the answer model", f"{models.answer.model_path or 'SmolLM2-135M-Instruct'}, in process")
     answer = make_chat_model(models.answer)
     if probe:
         probe_answer_model(answer)
-    if models.policy.kind == "local" and models.policy.model_copy(update={"model": None}) == \
-            models.answer.model_copy(update={"model": None}):
+    same = models.policy.model_copy(update={"model": None}) == models.answer.model_copy(update={"model": None})
+    if models.policy.policy_kind == "model" and models.policy.connection == "local" and same:
         return EndpointLearnedPolicy(answer, prompt=cfg.policy_prompt, temperature=0.0,
                                      max_tokens=cfg.policy_max_tokens), answer
     return make_policy(models.policy, cfg.policy_prompt, cfg.policy_max_tokens), answer

@@ -221,25 +221,68 @@ def test_extract_json_finds_the_first_value() -> None:
 
 def test_endpoint_config_validation_and_env() -> None:
     with pytest.raises(ValueError, match="base_url"):
-        ModelEndpointConfig(kind="openai", model="m")
+        ModelEndpointConfig(connection="openai", model="m")
     with pytest.raises(ValueError, match="model"):
-        ModelEndpointConfig(kind="openai", base_url="http://127.0.0.1:8000/v1")
+        ModelEndpointConfig(connection="openai", base_url="http://127.0.0.1:8000/v1")
     with pytest.raises(ValueError, match="rule"):
-        ModelsConfig(answer=ModelEndpointConfig(kind="rule"))
+        ModelsConfig(answer=ModelEndpointConfig(policy_kind="rule"))
     with pytest.raises(ValueError, match="shipped"):
-        ModelsConfig(extraction=ModelEndpointConfig(kind="shipped"))
+        ModelsConfig(extraction=ModelEndpointConfig(policy_kind="shipped"))
+    with pytest.raises(ValueError, match="connection"):
+        ModelEndpointConfig.model_validate({"connection": "rule"})  # a policy kind is no connection kind
     m = ModelsConfig.from_env({"EVOMEM_ANSWER_URL": "http://127.0.0.1:8000/v1", "EVOMEM_ANSWER_MODEL": "qwen3-8b",
                                "EVOMEM_ANSWER_CHAT_TEMPLATE_KWARGS": json.dumps({"enable_thinking": False})})
-    assert m.answer.kind == "openai" and m.answer.chat_template_kwargs == {"enable_thinking": False}
-    assert m.policy.kind == "shipped" and ModelsConfig().policy.kind == "shipped"  # the learned policy by default
-    assert ModelsConfig.from_env({"EVOMEM_POLICY_KIND": "rule"}).policy.kind == "rule"
+    assert (m.answer.connection, m.answer.policy_kind) == ("openai", "model")
+    assert m.answer.chat_template_kwargs == {"enable_thinking": False}
+    # the learned policy by default
+    assert m.policy.policy_kind == "shipped" and ModelsConfig().policy.policy_kind == "shipped"
+    assert ModelsConfig.from_env({"EVOMEM_POLICY_KIND": "rule"}).policy.policy_kind == "rule"
     local = ModelsConfig.from_env({}, answer={"model_path": "/x", "base_url": None})
-    assert local.answer.kind == "local" and local.answer.model_path == "/x"
+    assert local.answer.connection == "local" and local.answer.model_path == "/x"
     # CLI options left unset arrive as None and must not wipe what the environment says
     env = {"EVOMEM_POLICY_URL": "http://127.0.0.1:8001/v1", "EVOMEM_POLICY_MODEL": "policy"}
     both = ModelsConfig.from_env(env, policy={"kind": None, "base_url": None, "model": None, "model_path": None})
-    assert both.policy.kind == "openai" and both.policy.base_url == env["EVOMEM_POLICY_URL"]
+    assert (both.policy.connection, both.policy.policy_kind) == ("openai", "model")
+    assert both.policy.base_url == env["EVOMEM_POLICY_URL"]
     assert ModelsConfig.from_env(env, policy={"model": "other"}).policy.model == "other"  # given values win
+    # the new variable names the connection alone; the policy kind stays the default
+    srv = ModelsConfig.from_env({"EVOMEM_POLICY_CONNECTION": "local", "EVOMEM_POLICY_PATH": "/ckpt",
+                                 "EVOMEM_POLICY_KIND": "model"})
+    assert (srv.policy.connection, srv.policy.policy_kind, srv.policy.model_path) == ("local", "model", "/ckpt")
+
+
+@pytest.mark.parametrize("old, connection, policy_kind", [
+    ("openai", "openai", "model"), ("local", "local", "model"), ("rule", "local", "rule"), ("shipped", "local", "shipped")])
+def test_configs_with_the_old_single_kind_still_load(old: str, connection: str, policy_kind: str) -> None:
+    """Before connection and policy kind were split one ``kind`` held both; an old config, environment
+    (EVOMEM_POLICY_KIND=local) or preset maps onto the two fields."""
+    d = {"kind": old, "base_url": "http://127.0.0.1:8000/v1", "model": "m"}
+    cfg = ModelEndpointConfig.model_validate(d)
+    assert (cfg.connection, cfg.policy_kind) == (connection, policy_kind)
+    assert "kind" not in cfg.model_dump()  # it is written back in the new form
+    env = ModelsConfig.from_env({"EVOMEM_POLICY_KIND": old, "EVOMEM_POLICY_URL": "http://127.0.0.1:8001/v1",
+                                 "EVOMEM_POLICY_MODEL": "policy"}).policy
+    # the URL decides the connection unless the old kind named one
+    assert (env.connection, env.policy_kind) == ("local" if old == "local" else "openai", policy_kind)
+    with pytest.raises(ValueError, match="contradicts"):
+        ModelEndpointConfig.model_validate({**d, "connection": "local" if old == "openai" else "openai",
+                                            "policy_kind": "rule" if old in ("openai", "local") else "model"})
+
+
+def test_the_presets_name_connection_and_policy_kind_apart() -> None:
+    """The shipped presets use the split fields, and one written with the old ``kind`` loads the same."""
+    import yaml
+
+    from policy.config import TrainConfig
+
+    root = Path(__file__).resolve().parent.parent / "configs"
+    for name in ("grpo-qwen3-4b.yaml", "grpo-qwen3-4b-multigpu.yaml"):
+        raw = yaml.safe_load((root / name).read_text())
+        assert raw["answer"]["endpoint"]["connection"] == "openai" and "kind" not in raw["answer"]["endpoint"]
+        new = TrainConfig.model_validate(raw)
+        raw["answer"]["endpoint"]["kind"] = raw["answer"]["endpoint"].pop("connection")
+        assert TrainConfig.model_validate(raw) == new and new.answer.endpoint is not None
+        assert new.answer.endpoint.connection == "openai"
 
 
 def test_client_config_for_vllm_differs_only_in_url_and_name(tmp_path: Path) -> None:

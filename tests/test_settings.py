@@ -17,7 +17,8 @@ from memcore.memory import Memory
 def test_defaults_ingest_offline_and_reach_every_part() -> None:
     s = Settings.from_env({})
     assert (s.ingest.extractor, s.ingest.adjudicator) == ("offline", "model")  # the shipped relation model
-    assert s.models.extraction.kind == "local" and s.models.policy.kind == "shipped"
+    assert s.models.extraction.connection == "local" and s.models.extraction.policy_kind == "model"
+    assert s.models.policy.policy_kind == "shipped"
     assert s.pipeline.k == 10 and s.api.require_auth and s.store.backend == "embedded"
 
 
@@ -26,7 +27,7 @@ def test_extraction_role_from_env_builds_the_llm_ingestor(embedded_memory: Memor
            "EVOMEM_EXTRACTION_MODEL": "extractor"}
     s = Settings.from_env(env)
     assert (s.ingest.extractor, s.ingest.adjudicator) == ("llm", "llm")
-    assert (s.models.extraction.kind, s.models.extraction.model) == ("openai", "extractor")
+    assert (s.models.extraction.connection, s.models.extraction.model) == ("openai", "extractor")
     ing = build_ingestor(embedded_memory, s.ingest, s.models.extraction)  # the client connects lazily
     assert isinstance(ing.extractor, LLMExtractor) and isinstance(ing.adjudicator, LLMAdjudicator)
     assert ing.extractor.chat.name == "extractor"
@@ -35,5 +36,5 @@ def test_extraction_role_from_env_builds_the_llm_ingestor(embedded_memory: Memor
 
 
 def test_extraction_model_cannot_be_the_rule_policy() -> None:
-    with pytest.raises(ValidationError, match="extraction model cannot be kind 'rule'"):
+    with pytest.raises(ValidationError, match="extraction model cannot be policy_kind 'rule'"):
         Settings.from_env({"EVOMEM_EXTRACTION_KIND": "rule"})

@@ -124,14 +124,6 @@ def open_cached(benchmark: Literal["locomo", "beam"], data: str | None = None, s
     return mem, opts, eps
 
 
-def _endpoint(url: str | None, model: str, timeout: float) -> Any:
-    from llmclients.config import ModelEndpointConfig
-
-    if url:
-        return ModelEndpointConfig(kind="openai", base_url=url, model=model, timeout_s=timeout)
-    return ModelEndpointConfig(kind="local")
-
-
 def _policy(opts: EvalOptions) -> Any:
     if opts.policy == "none":
         return None
@@ -139,11 +131,10 @@ def _policy(opts: EvalOptions) -> Any:
         from policy.rule import RulePolicy
 
         return RulePolicy()
-    from llmclients.factory import make_chat_model
+    from llmclients.factory import chat_model_at
     from policy.learned import EndpointLearnedPolicy
 
-    return EndpointLearnedPolicy(make_chat_model(_endpoint(opts.policy_url, opts.policy_model, opts.llm_timeout_s)),
-                                 temperature=0.0)
+    return EndpointLearnedPolicy(chat_model_at(opts.policy_url, opts.policy_model, opts.llm_timeout_s), temperature=0.0)
 
 
 def _answer_setup(opts: EvalOptions, mem: Any, policy: Any, module: Any) -> Any:
@@ -151,13 +142,12 @@ def _answer_setup(opts: EvalOptions, mem: Any, policy: Any, module: Any) -> Any:
         return None
     from scoring.judge import Judge
     from evaluation.harness import AnswerSetup
-    from llmclients.factory import make_chat_model
+    from llmclients.factory import chat_model_at
     from policy.rule import RulePolicy
     from serving.pipeline import AnswerPipeline, PipelineConfig
 
-    chat = make_chat_model(_endpoint(opts.answer_url if opts.answers == "openai" else None, opts.answer_model,
-                                     opts.llm_timeout_s))
-    judge_chat = make_chat_model(_endpoint(opts.judge_url, opts.judge_model, opts.llm_timeout_s)) if opts.judge_url else chat
+    chat = chat_model_at(opts.answer_url if opts.answers == "openai" else None, opts.answer_model, opts.llm_timeout_s)
+    judge_chat = chat_model_at(opts.judge_url, opts.judge_model, opts.llm_timeout_s) if opts.judge_url else chat
     pipe = AnswerPipeline(mem, policy or RulePolicy(), chat, PipelineConfig(k=opts.k, context_budget=opts.budget))
     return AnswerSetup(pipe, chat, Judge(judge_chat) if opts.judge else None, module.score_answer, module.reference)
 

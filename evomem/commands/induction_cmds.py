@@ -45,13 +45,11 @@ class LLMOptions(CommonOptions):
         cfg = self.ingest_config()
         if cfg.extractor != "llm" and cfg.adjudicator != "llm":
             return None
-        from llmclients.config import ModelEndpointConfig
-        from llmclients.factory import make_chat_model
+        from llmclients.factory import chat_model_at
 
-        if self.llm_url:
-            return make_chat_model(ModelEndpointConfig(kind="openai", base_url=self.llm_url, model=self.llm_model,
-                                                       timeout_s=self.llm_timeout_s))
-        return make_chat_model(self.settings().models.extraction)  # EVOMEM_EXTRACTION_*; default SmolLM2 in process
+        # without --llm-url: EVOMEM_EXTRACTION_*, default SmolLM2 in process
+        return chat_model_at(self.llm_url, self.llm_model, self.llm_timeout_s,
+                             default=None if self.llm_url else self.settings().models.extraction)
 
 
 class IngestOptions(LLMOptions):

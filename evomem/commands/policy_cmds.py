@@ -55,7 +55,7 @@ class ShipPolicyOptions(CommonOptions):
     heldout: str | None = Field(default=None, description="bench/policy_retrieved.py --out folder (or its summary.json) "
                                 "for this checkpoint on the never-trained rows, recorded in the manifest.")
     out: str | None = Field(default=None, description="Artefact folder (default: the package's policy/artefact/"
-                            "smollm2-read-v1, what `kind: shipped` loads).")
+                            "smollm2-read-v1, what `policy_kind: shipped` loads).")
 
 
 def example_check(opts: CommonOptions, checkpoint: str) -> dict[str, list[str]]:

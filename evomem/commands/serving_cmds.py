@@ -66,8 +66,9 @@ class ModelOptions(CommonOptions):
     answer_timeout_s: float | None = Field(default=None, gt=0, description="Answer request timeout.")
     answer_retries: int | None = Field(default=None, ge=0, description="Answer request retries.")
     policy: Literal["shipped", "rule", "openai", "local"] | None = Field(
-        default=None, description="Policy kind (default shipped: the learned SmolLM2 adapter in the package; "
-        "rule: the rule baseline).")
+        default=None, description="The policy (default shipped: the learned SmolLM2 adapter in the package; "
+        "rule: the rule baseline; openai: a policy model at --policy-url; local: a checkpoint at --policy-path in "
+        "process). Sets the endpoint's policy_kind, and for openai/local its connection.")
     policy_url: str | None = Field(default=None, description="OpenAI-compatible policy server (EVOMEM_POLICY_URL).")
     policy_model: str | None = Field(default=None, description="Served policy name, e.g. the LoRA 'policy'.")
     policy_path: str | None = Field(default=None, description="--policy local: a checkpoint of `evomem train-policy` "
@@ -80,13 +81,14 @@ class ModelOptions(CommonOptions):
     max_answer_tokens: int = Field(default=256, ge=1, description="Answer length cap (tokens).")
 
     def models(self) -> ModelsConfig:
-        from llmclients.config import ModelsConfig
+        from llmclients.config import ModelsConfig, kind_fields
 
         return ModelsConfig.from_env(os.environ, answer={
             "base_url": self.answer_url, "model": self.answer_model, "api_key": self.answer_api_key,
             "model_path": self.answer_model_path, "timeout_s": self.answer_timeout_s,
             "max_retries": self.answer_retries}, policy={
-            "kind": self.policy, "base_url": self.policy_url, "model": self.policy_model, "model_path": self.policy_path})
+            **(kind_fields(self.policy) if self.policy else {}), "base_url": self.policy_url, "model": self.policy_model,
+            "model_path": self.policy_path})
 
     def pipeline_config(self) -> PipelineConfig:
         from serving.pipeline import PipelineConfig
@@ -131,7 +133,7 @@ def cmd_vllm_command(opts: VllmCommandOptions) -> int:
     from serving.vllm import VllmPlanConfig, client_env, plan, render
 
     lora, base, base_name, max_len = opts.policy_lora, opts.policy_base, opts.policy_base_name, opts.policy_max_len
-    if opts.shipped_policy:  # the same adapter `kind: shipped` runs in process, now behind vLLM
+    if opts.shipped_policy:  # the same adapter `policy_kind: shipped` runs in process, now behind vLLM
         from evomem.errors import CliError
         from policy.models import smollm2_hf_dir
         from policy.shipped import ShippedPolicyMissing, check_shipped, shipped_policy_dir
