@@ -40,7 +40,7 @@ class NoCuda(RuntimeError):
     pass
 
 
-def check_config(tiny: bool, cpu: bool, steps: int, out_dir: str) -> Any:
+def check_config(tiny: bool, cpu: bool, steps: int, out_dir: str, vllm: bool = False) -> Any:
     from policy.config import TrainConfig
 
     return TrainConfig.model_validate({
@@ -56,10 +56,12 @@ def check_config(tiny: bool, cpu: bool, steps: int, out_dir: str) -> Any:
         "max_completion_length": 32 if tiny else 512, "max_steps": steps, "learning_rate": 1e-5,
         "temperature": 1.0, "beta": 0.001, "epsilon": 0.2, "epsilon_high": 0.28,
         "use_cpu": cpu, "bf16": not cpu, "gradient_checkpointing": False, "logging_steps": 1,
+        # vLLM rollouts in the training process (TRL colocate mode), a third of the GPU for its KV cache
+        **({"use_vllm": True, "vllm_mode": "colocate", "vllm_gpu_memory_utilization": 0.3} if vllm else {}),
     })
 
 
-def run_check(tiny: bool, cpu: bool, steps: int, keep: str | None = None) -> dict[str, Any]:
+def run_check(tiny: bool, cpu: bool, steps: int, keep: str | None = None, vllm: bool = False) -> dict[str, Any]:
     import torch
 
     if not cpu and not torch.cuda.is_available():
@@ -70,7 +72,9 @@ def run_check(tiny: bool, cpu: bool, steps: int, keep: str | None = None) -> dic
     from policy.train import train
 
     out_dir = keep or tempfile.mkdtemp(prefix="evomem-gpu-check-")
-    cfg = check_config(tiny, cpu, steps, out_dir)
+    if vllm and cpu:
+        raise NoCuda("--vllm needs a GPU: vLLM rollouts are the GPU preset's (the CPU variant generates with transformers)")
+    cfg = check_config(tiny, cpu, steps, out_dir, vllm)
     if not cpu:
         torch.cuda.reset_peak_memory_stats()
     t0 = time.time()
@@ -79,6 +83,8 @@ def run_check(tiny: bool, cpu: bool, steps: int, keep: str | None = None) -> dic
     rows = [json.loads(x) for x in Path(res.metrics_path).read_text().splitlines() if x.strip()]
     step_times = [r["step_time"] for r in rows if r.get("phase") == "grpo" and r.get("step_time") is not None]
     gen_lens = [r["completions/mean_length"] for r in rows if r.get("completions/mean_length") is not None]
+    rewards = [r["reward"] for r in rows if r.get("phase") == "grpo" and r.get("reward") is not None]
+    zero_std = [r["frac_reward_zero_std"] for r in rows if r.get("frac_reward_zero_std") is not None]
     t1 = time.time()
     pol = LocalLearnedPolicy.from_checkpoint(res.final_dir, device="cpu" if cpu else "cuda",
                                              dtype="float32" if cpu else "bfloat16", max_new_tokens=8)
@@ -92,7 +98,11 @@ def run_check(tiny: bool, cpu: bool, steps: int, keep: str | None = None) -> dic
            "adapter_reload_seconds": round(reload_s, 2), "params_total": n_total, "params_lora": n_lora,
            "generations_per_step": cfg.per_device_train_batch_size, "num_generations": cfg.num_generations,
            "max_completion_length": cfg.max_completion_length, "dtype": cfg.model.dtype,
-           "final_dir": res.final_dir}
+           "final_dir": res.final_dir, "vllm": vllm, "reward_per_step": rewards,
+           "mean_reward": sum(rewards) / max(len(rewards), 1), "frac_reward_zero_std_per_step": zero_std,
+           # rollout + update throughput: completion tokens generated per second of training step
+           "completion_tokens_per_second": round(cfg.per_device_train_batch_size * (sum(gen_lens) / max(len(gen_lens), 1))
+                                                 / max(sum(step_times) / max(len(step_times), 1), 1e-9), 1)}
     if not cpu:
         out["peak_memory_gib"] = round(torch.cuda.max_memory_allocated() / 2**30, 2)
         out["peak_reserved_gib"] = round(torch.cuda.max_memory_reserved() / 2**30, 2)
@@ -106,9 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steps", type=int, default=3, help="GRPO steps (default 3).")
     ap.add_argument("--keep", default=None, help="Write the run here instead of a temp folder.")
     ap.add_argument("--save", default=None, help="Also write the JSON result to this file.")
+    ap.add_argument("--vllm", action="store_true", help="vLLM rollouts (TRL colocate mode; GPU only).")
     ns = ap.parse_args(argv)
     try:
-        out = run_check(ns.tiny, ns.cpu, ns.steps, ns.keep)
+        out = run_check(ns.tiny, ns.cpu, ns.steps, ns.keep, ns.vllm)
     except NoCuda as e:
         print(json.dumps({"ok": False, "error": str(e)}, indent=2))
         return 2

@@ -5,6 +5,7 @@
 #
 #   scripts/gpu-check.sh                 # default: 3 steps, ~0.5B, bf16
 #   scripts/gpu-check.sh --steps 5
+#   scripts/gpu-check.sh --vllm          # vLLM rollouts (TRL colocate): prints reward per step and tokens/s
 #   scripts/gpu-check.sh --tiny --cpu    # the same logic, CPU-sized (no GPU needed)
 #
 # The JSON also goes to $OUT/gpu-grpo-check.json when OUT is a folder (device runners), else ./gpu-grpo-check.json.

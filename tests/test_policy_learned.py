@@ -99,6 +99,12 @@ def test_gpu_check_cpu_sized_path(tmp_path: Path, capsys) -> None:  # noqa: ANN0
     out = json.loads((tmp_path / "out.json").read_text())
     assert out["ok"] and out["steps"] == 2 and len(out["step_seconds"]) == 2
     assert out["params_lora"] > 0 and out["params_total"] > out["params_lora"]
+    # what the GPU run prints: reward per step and throughput (and the per-step share of groups without spread)
+    assert len(out["reward_per_step"]) == 2 and out["completion_tokens_per_second"] > 0
+    assert len(out["frac_reward_zero_std_per_step"]) == 2 and not out["vllm"]
+    vllm = mod.check_config(False, False, 3, str(tmp_path / "unused"), vllm=True)
+    assert vllm.use_vllm and vllm.vllm_mode == "colocate" and not half.use_vllm
+    assert mod.main(["--tiny", "--cpu", "--vllm"]) == 2  # vLLM rollouts are GPU-only: refused cleanly on CPU
 
 
 def test_gpu_check_model_is_about_half_a_billion_parameters() -> None:
