@@ -106,6 +106,8 @@ class ServeOptions(ModelOptions):
     auth: bool = Field(default=True, description="Require API keys; --no-auth serves without (loopback only).")
     max_body_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, description="Larger request bodies get 413.")
     log_level: LogLevel = Field(default="info", description="uvicorn log level.")
+    workers: int = Field(default=1, ge=1, le=64, description="uvicorn worker processes behind the one address "
+                         "(more than 1 needs the neo4j store; docs/operations.md).")
 
 
 class AnswerOptions(ModelOptions):
@@ -176,8 +178,12 @@ def cmd_serve(opts: ServeOptions) -> int:
         return 2
     api = ApiSettings(keys=keys, require_auth=opts.auth, max_body_bytes=opts.max_body_bytes)
     settings = opts.settings()  # EVOMEM_EXTRACTOR=llm + EVOMEM_EXTRACTION_URL: ingest with the LLM extractor
+    if opts.workers > 1 and settings.store.backend != "neo4j":
+        print("evomem serve: --workers above 1 needs the neo4j store (the embedded store is one process's)",
+              file=sys.stderr)
+        return 2
     run_server(settings, opts.models(), opts.pipeline_config(), api, opts.host, opts.port, opts.log_level,
-               ingest_config=settings.ingest)
+               ingest_config=settings.ingest, workers=opts.workers)
     return 0
 
 
