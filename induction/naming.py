@@ -17,7 +17,8 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from functools import lru_cache
 
 from induction.offline import STOP
 
@@ -172,31 +173,76 @@ def proper_nouns(texts: Iterable[str]) -> frozenset[str]:
                      if (cap[w] >= 2 and cap[w] >= 3 * low[w]) or (cap[w] + first[w] >= 2 and cap[w] >= 1 and low[w] == 0))
 
 
-def terms(text: str, names: frozenset[str], proper: frozenset[str]) -> list[str]:
-    """The text's candidate terms: content words and adjacent pairs of content words ("pottery class")."""
+@lru_cache(maxsize=100_000)
+def _chunks(text: str) -> tuple[tuple[str, ...], ...]:
+    """The text's words, lower-cased, per clause (punctuation cuts a phrase)."""
     t = _ANNOT.sub(" ", _SPEAKER.sub("", text))
-    out: list[str] = []
+    out = []
     for chunk in re.split(r"[,.;:!?()\"]+", t.lower()):
         words = [w.strip("'-") for w in _WORD.findall(chunk)]
-        words = [w[:-2] if w.endswith("'s") else w for w in words]
-        keep = [w if _ok(w, names, proper) else "" for w in words]
+        out.append(tuple(w[:-2] if w.endswith("'s") else w for w in words))
+    return tuple(out)
+
+
+def terms(text: str, names: frozenset[str], proper: frozenset[str],
+          ok: Callable[[str], bool] | None = None) -> list[str]:
+    """The text's candidate terms: content words and adjacent pairs of content words ("pottery class")."""
+    good = ok or (lambda w: _ok(w, names, proper))
+    out: list[str] = []
+    for words in _chunks(text):
+        keep = [w if good(w) else "" for w in words]
         out.extend(w for w in keep if w)
         out.extend(f"{a} {b}" for a, b in zip(keep, keep[1:]) if a and b and a != b)
     return out
 
 
+class Namer:
+    """Names for many groups of one user's facts: each text's terms are read once, the corpus counts once."""
+
+    def __init__(self, holders: Iterable[str], proper: frozenset[str]):
+        self.names, self.proper = _never_names(holders), proper
+        self._terms: dict[str, frozenset[str]] = {}
+        self._ok: dict[str, bool] = {}
+
+    def ok(self, w: str) -> bool:
+        got = self._ok.get(w)
+        if got is None:
+            got = self._ok[w] = _ok(w, self.names, self.proper)
+        return got
+
+    def terms_of(self, text: str) -> frozenset[str]:
+        got = self._terms.get(text)
+        if got is None:
+            got = self._terms[text] = frozenset(terms(text, self.names, self.proper, self.ok))
+        return got
+
+    def counts(self, texts: Iterable[str]) -> tuple[Counter[str], int]:
+        """Document frequency of each term over ``texts``, and how many texts."""
+        n, total = 0, Counter[str]()
+        for t in texts:
+            total.update(self.terms_of(t))
+            n += 1
+        return total, n
+
+    def scored(self, members: Sequence[str], corpus: tuple[Counter[str], int]) -> list[tuple[str, float]]:
+        """Candidate terms of ``members`` with their log-odds × count against ``corpus``, best first."""
+        inside, _ = self.counts(members)
+        total, c = corpus
+        m, c = max(len(members), 1), max(c, 1)
+        need = 2 if m >= 3 else 1  # a word one member says once tells nothing about the group
+        score = {w: k * math.log(((k + 0.5) / (m + 1)) / ((max(total[w], k) + 0.5) / (c + 1)))
+                 for w, k in inside.items() if k >= need}
+        return sorted(((w, s) for w, s in score.items() if s > 0), key=lambda kv: (-kv[1], kv[0]))
+
+    def name(self, members: Sequence[str], corpus: tuple[Counter[str], int]) -> str:
+        return _phrase([(w, s) for w, s in self.scored(members, corpus) if _head_noun(w.split()[-1])])
+
+
 def scored_terms(members: Sequence[str], corpus: Sequence[str], holders: Iterable[str] = (),
                  proper: frozenset[str] | None = None) -> list[tuple[str, float]]:
     """Candidate terms of ``members`` with their log-odds × count against ``corpus``, best first."""
-    names = _never_names(holders)
-    proper = proper_nouns(corpus) if proper is None else proper
-    inside = Counter(w for t in members for w in set(terms(t, names, proper)))
-    total = Counter(w for t in corpus for w in set(terms(t, names, proper)))
-    m, c = max(len(members), 1), max(len(corpus), 1)
-    need = 2 if m >= 3 else 1  # a word one member says once tells nothing about the group
-    score = {w: k * math.log(((k + 0.5) / (m + 1)) / ((max(total[w], k) + 0.5) / (c + 1)))
-             for w, k in inside.items() if k >= need}
-    return sorted(((w, s) for w, s in score.items() if s > 0), key=lambda kv: (-kv[1], kv[0]))
+    namer = Namer(holders, proper_nouns(corpus) if proper is None else proper)
+    return namer.scored(members, namer.counts(corpus))
 
 
 def concept_name(members: Sequence[str], corpus: Sequence[str], holders: Iterable[str] = (),
@@ -209,7 +255,11 @@ def concept_name(members: Sequence[str], corpus: Sequence[str], holders: Iterabl
     ...               "the dog loves the shelter walks", "dog training is hard"])
     'dog and shelter'
     """
-    ranked = [(w, s) for w, s in scored_terms(members, corpus, holders, proper) if _head_noun(w.split()[-1])]
+    namer = Namer(holders, proper_nouns(corpus) if proper is None else proper)
+    return namer.name(members, namer.counts(corpus))
+
+
+def _phrase(ranked: list[tuple[str, float]]) -> str:
     if not ranked:
         return ""
     best = ranked[0][1]
@@ -236,4 +286,4 @@ def concept_description(name: str, members: Sequence[str], central: str | None =
     return line
 
 
-__all__ = ["MOOD", "PRONOUNS", "VERBS", "concept_description", "concept_name", "proper_nouns", "scored_terms", "terms"]
+__all__ = ["MOOD", "PRONOUNS", "VERBS", "Namer", "concept_description", "concept_name", "proper_nouns", "scored_terms", "terms"]

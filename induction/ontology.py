@@ -20,6 +20,7 @@ change; a fact always has one concept (MERGE and SPLIT move facts, never drop th
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -29,7 +30,7 @@ from graph.edits import AttachFact, CreateConcept, MergeConcepts, OntologyEdit, 
 from graph.snapshot import Snapshot
 from induction.concepts import ConceptInductionConfig, leader_kmeans, split_halves
 from induction.config import LivingConceptsConfig
-from induction.naming import concept_description, concept_name, proper_nouns
+from induction.naming import Namer, concept_description, proper_nouns
 
 INDUCED = "/~"
 
@@ -62,12 +63,27 @@ class _State:
     live: set[str]
     home: dict[str, str]
     taken: set[str]
-    proper: frozenset[str] = frozenset()
+    namer: Namer
     created_now: set[str] = field(default_factory=set)
     split_from: dict[str, str] = field(default_factory=dict)  # a SPLIT's child -> the split concept
+    _inv: dict[str, set[str]] | None = None
+    _all: tuple[Counter[str], int] | None = None
 
     def members(self, cid: str) -> list[str]:
-        return sorted(f for f, c in self.home.items() if c == cid and f in self.vec)
+        if self._inv is None:
+            self._inv = {}
+            for f, c in self.home.items():
+                if f in self.vec:
+                    self._inv.setdefault(c, set()).add(f)
+        return sorted(self._inv.get(cid, ()))
+
+    def move(self, f: str, cid: str) -> None:
+        old = self.home.get(f)
+        self.home[f] = cid
+        if self._inv is not None and f in self.vec:
+            if old is not None:
+                self._inv.get(old, set()).discard(f)
+            self._inv.setdefault(cid, set()).add(f)
 
     def centroid(self, fids: Sequence[str]) -> np.ndarray:
         return _unit(np.mean(np.stack([self.vec[f] for f in fids]), axis=0))
@@ -83,17 +99,22 @@ class _State:
     def name(self, fids: Sequence[str], within: Sequence[str] = ()) -> tuple[str, str]:
         """Name and description; ``within``: the facts to tell them apart from (a split's parent), else all."""
         texts = [self.text[f] for f in fids]
-        corpus = [self.text[f] for f in within] if within else list(self.text.values())
-        holders = set(self.holder.values())
-        name = concept_name(texts, corpus, holders, self.proper)
+        if within:
+            corpus = self.namer.counts(self.text[f] for f in within)
+        else:
+            if self._all is None:
+                self._all = self.namer.counts(self.text.values())
+            corpus = self._all
+        name = self.namer.name(texts, corpus)
         c = self.centroid([f for f in fids if f in self.vec]) if any(f in self.vec for f in fids) else None
         central = max(fids, key=lambda f: float(self.vec[f] @ c)) if c is not None else None
         return name, concept_description(name, fids, self.text.get(central or ""), sorted({self.holder[f] for f in fids}))
 
 
 def _state(snap: Snapshot, edits: Sequence[OntologyEdit], stored: Mapping[str, Sequence[float]]) -> _State:
-    vec = {f: _unit(np.asarray(v, dtype=np.float32)) for f, v in stored.items()
-           if f in snap.facts and snap.facts[f].retracted_at is None}
+    ids = [f for f in stored if f in snap.facts and snap.facts[f].retracted_at is None]
+    mat = _unit(np.asarray([stored[f] for f in ids], dtype=np.float32)) if ids else None
+    vec = {f: mat[i] for i, f in enumerate(ids)} if mat is not None else {}
     text = {f: x.statement for f, x in snap.facts.items() if x.retracted_at is None}
     holder = {f: x.holder for f, x in snap.facts.items()}
     parent = dict(snap.parent)
@@ -106,12 +127,12 @@ def _state(snap: Snapshot, edits: Sequence[OntologyEdit], stored: Mapping[str, S
             text[e.fact.fact_id], holder[e.fact.fact_id] = e.fact.statement, e.fact.holder
             if e.embedding is not None:
                 vec[e.fact.fact_id] = _unit(np.asarray(e.embedding, dtype=np.float32))
-    st = _State(snap, vec, text, holder, parent, live, dict(snap.fact_concept), set(snap.concepts) | set(parent))
+    st = _State(snap, vec, text, holder, parent, live, dict(snap.fact_concept), set(snap.concepts) | set(parent),
+                Namer(holder.values(), proper_nouns(text.values())))
     for logged in snap.edits.values():
         if logged.op == "SPLIT" and logged.undone_at is None:
             p = logged.payload
             st.split_from.update({str(c): str(p.get("concept_id")) for c in p.get("children", [])})
-    st.proper = proper_nouns(text.values())
     return st
 
 
@@ -189,7 +210,7 @@ def _merges(st: _State, cfg: LivingConceptsConfig) -> list[MergeConcepts]:
             out.append(MergeConcepts(source_id=src, target_id=tgt))
             used.update((a, b))
             for f in mem[src]:
-                st.home[f] = tgt
+                st.move(f, tgt)
             for c in [c for c, p in st.parent.items() if p == src]:
                 st.parent[c] = tgt
             st.live.discard(src)
@@ -228,7 +249,7 @@ def living_edits(snap: Snapshot, edits: Sequence[OntologyEdit], stored: Mapping[
     attaches = [e for e in edits if isinstance(e, AttachFact)]
     target, creates = _place(st, attaches, cfg, icfg)
     for f, c in target.items():
-        st.home[f] = c
+        st.move(f, c)
     merges = _merges(st, cfg)
     splits = _splits(st, cfg, icfg, {m.target_id for m in merges} | {m.source_id for m in merges})
     head = [e for e in edits if isinstance(e, (CreateConcept, MergeConcepts, SplitConcept))]
