@@ -7,7 +7,8 @@ embedder, rule policy, no answer model loaded: the store and the API are measure
    ``--users`` users (the same users from every thread, so a user's commits race across worker
    processes); every acknowledged session must be in the store at the end: ``lost`` counts those
    that are not;
-2. **search**: ``--clients`` threads post ``/search`` for ``--seconds`` seconds to random users and
+2. **search**: after ``--warmup`` untimed seconds (each worker builds a user's route index on its first
+   search of that user), ``--clients`` threads post ``/search`` for ``--seconds`` seconds to random users and
    count requests/s and p50; every returned fact must be the asked user's: ``cross_user`` counts rows
    of another user.
 
@@ -124,7 +125,12 @@ def search_phase(base: str, users: list[str], clients: int, seconds: float, seed
             while time.monotonic() < end:
                 u = rng.choice(users)
                 t = time.perf_counter()
-                r = c.post(f"/v1/users/{u}/search", json={"query": " ".join(rng.sample(WORDS, 3))})
+                try:
+                    r = c.post(f"/v1/users/{u}/search", json={"query": " ".join(rng.sample(WORDS, 3))})
+                except httpx.HTTPError:
+                    with lock:
+                        errors += 1
+                    continue
                 mine.append((time.perf_counter() - t) * 1e3)
                 with lock:
                     if r.status_code != 200:
@@ -161,6 +167,8 @@ def run_one(uri: str, workers: int, args: argparse.Namespace) -> dict[str, Any]:
     try:
         wait_ready(base, proc)
         w = write_phase(base, users, args.writers, args.sessions, args.seed)
+        # untimed: every worker process builds each user's route index on its first search of that user
+        search_phase(base, users, args.clients, args.warmup, args.seed + 1)
         s = search_phase(base, users, args.clients, args.seconds, args.seed)
     finally:
         proc.terminate()
@@ -185,6 +193,7 @@ def main() -> int:
     ap.add_argument("--sessions", type=int, default=6, help="sessions each writer posts")
     ap.add_argument("--clients", type=int, default=8, help="concurrent searching clients")
     ap.add_argument("--seconds", type=float, default=15.0)
+    ap.add_argument("--warmup", type=float, default=60.0, help="untimed search seconds first (cold route indexes)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
