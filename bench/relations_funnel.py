@@ -34,7 +34,7 @@ from evaluation.phrasing_eval import score_case  # noqa: E402
 from evomem.settings import Settings  # noqa: E402
 from induction.config import IngestConfig  # noqa: E402
 from induction.pipeline import make_ingestor  # noqa: E402
-from induction.relations import adjudicator as adj_mod  # noqa: E402
+from induction.adjudication import model as adj_mod  # noqa: E402
 from induction.relations.features import LABELS  # noqa: E402
 from memcore.memory import Memory  # noqa: E402
 

@@ -15,7 +15,8 @@ from graph.edits import AttachFact, EditBatch, apply_batch
 from graph.models import Fact
 from retrieval.retrieve import retrieve
 from graph.snapshot import Snapshot
-from induction.adjudicate import LLMAdjudicator, RuleAdjudicator
+from induction.adjudication.llm import LLMAdjudicator
+from induction.adjudication.rules import RuleAdjudicator
 from induction.config import IngestConfig, LivingConceptsConfig, RuleAdjudicatorConfig
 from induction.branch import OntologyBranch
 from induction.extract import CandidateFact, ExtractionResult, LLMExtractor

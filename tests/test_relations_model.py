@@ -13,7 +13,7 @@ from graph.models import Fact
 from graph.snapshot import Snapshot
 from induction.config import RelationModelConfig
 from induction.extract import CandidateFact
-from induction.relations.adjudicator import ModelAdjudicator
+from induction.adjudication.model import ModelAdjudicator
 from induction.relations.features import (LABELS, STRUCT_NAMES, FactView, PairContext, pair_features, turn_overlap,
                                           turn_ranks)
 from induction.relations.model import FitParams, RelationModel, fit, scores

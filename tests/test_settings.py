@@ -7,7 +7,8 @@ import pytest
 from pydantic import ValidationError
 
 from evomem.settings import Settings
-from induction.adjudicate import LLMAdjudicator, RuleAdjudicator
+from induction.adjudication.llm import LLMAdjudicator
+from induction.adjudication.rules import RuleAdjudicator
 from induction.extract import LLMExtractor
 from induction.offline import OfflineExtractor
 from induction.pipeline import build_ingestor

@@ -4,10 +4,10 @@ Changes from v1: labels are the relation model's (``unrelated`` / ``duplicate`` 
 ``conflicts_with``), each new fact's candidates come from ``induction.relations.candidates`` (the same
 selection the offline model scores), and the holder is shown, so a user's belief can be set against
 outside evidence (assistant, document) as a conflict but never be replaced by it. An offline model and
-a vLLM deployment thus feed one adjudication step (induction/adjudicate.apply_labels).
+a vLLM deployment thus feed one adjudication step (induction/adjudication/llm.py, apply_labels).
 
 Ids are replaced by short aliases (N1 new facts, E1 stored facts, C1 concepts) so the model cannot
-invent real ids, and each new fact lists the only targets it may name; induction/adjudicate.py maps
+invent real ids, and each new fact lists the only targets it may name; induction/adjudication/llm.py maps
 the aliases back and rejects anything outside what was offered.
 """
 

@@ -6,8 +6,8 @@ still current) are scored by the model (induction/relations/model.py) into super
 conflicts_with / duplicate / unrelated. A label becomes a decision only if ``graph.rules`` allows it:
 a replacement needs the same holder, a later statement and compatible kinds (``may_supersede``); a
 conflict needs one holder, or a person against outside evidence (``may_conflict``). The edit
-validator then checks acyclicity and the user boundary when the batch is applied. Concept operations
-are the rules' (``RuleAdjudicator._concept_ops``).
+validator then checks acyclicity and the user boundary when the batch is applied. It runs the one
+decision loop (``loop.decide_each``); concept operations are the rules' (``concept_ops``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,10 @@ import numpy as np
 
 from graph.rules import EVIDENCE_HOLDERS, change_evidenced, may_conflict, may_supersede, may_supersede_sibling
 from graph.snapshot import Snapshot
-from induction.adjudicate import Adjudication, Decision, RuleAdjudicator, _base
+from induction.adjudication.concept_ops import concept_ops
+from induction.adjudication.decisions import STATIVE, Adjudication, Decision
+from induction.adjudication.loop import decide_each
+from induction.adjudication.rules import has_negation
 from induction.extract import CandidateFact
 from induction.config import RelationModelConfig, RuleAdjudicatorConfig
 from induction.relations.candidates import candidates
@@ -34,7 +37,6 @@ from induction.reading.state import holds_state, may_replace
 from induction.resolve import Neighbour, Resolution, ResolvedFact, embedding_text
 from llmclients.embeddings import Embedder
 
-_STATIVE = frozenset({"preference", "constraint", "belief", "circumstance", "plan"})
 # What happened (an event, an experience) is replaced only on the new fact's *own* explicit change cue,
 # never on a sibling sentence's cue: a later "so now I'm redefining how I collaborate" builds on the
 # chaotic jam session, it does not make it untrue (personalized_memory_use lost 3 rows to that).
@@ -65,9 +67,7 @@ SUP, CONF, DUP = LABELS.index("supersedes"), LABELS.index("conflicts_with"), LAB
 
 @lru_cache(maxsize=65536)
 def _negated(statement: str) -> bool:
-    from induction.adjudicate import _has_negation
-
-    return _has_negation(statement)
+    return has_negation(statement)
 
 
 def _stored_text(statement: str, holder: str) -> str:
@@ -82,7 +82,7 @@ class ModelAdjudicator:
                  rules: RuleAdjudicatorConfig | None = None):
         self.model, self.embedder = model, embedder
         self.cfg = cfg or RelationModelConfig()
-        self.rules = RuleAdjudicator(rules)
+        self.rules_cfg = rules or RuleAdjudicatorConfig()  # for its concept operations
         self._vecs: OrderedDict[str, np.ndarray] = OrderedDict()
 
     @classmethod
@@ -148,20 +148,15 @@ class ModelAdjudicator:
     def adjudicate(self, res: Resolution, snap: Snapshot) -> Adjudication:
         cfg = self.cfg
         by_id = res.by_id()
-        closed: set[str] = {f for f, v in res.validity.items() if v in ("superseded", "retracted", "expired")}
         kinds: dict[str, str] = {}
         todo = {r.candidate.fact_id: candidates(r, by_id, set(), cfg.max_candidates) for r in res.facts
                 if r.duplicate_of is None}
         vecs = self._vectors(res, [n.fact_id for ns in todo.values() for n in ns]) if self.model.pair_embedding else {}
         turns = _Turns(res, snap)
         topics = _TurnTopics()
-        decisions: list[Decision] = []
-        for r in res.facts:
-            d = _base(r)
+
+        def propose(r: ResolvedFact, d: Decision, closed: set[str]) -> None:
             c = r.candidate
-            if d.label == "duplicate":
-                decisions.append(d)
-                continue
             cands = [n for n in todo[c.fact_id] if n.fact_id not in closed
                      and (not self.model.pair_embedding or n.fact_id in vecs)]
             if cands:
@@ -221,13 +216,11 @@ class ModelAdjudicator:
                 if d.supersedes and cfg.supersede_turn and (rev or not cfg.turn_needs_reversal):
                     self._whole_turns(d, c.kind, c.holder, turns, closed, kinds, by_id, res,
                                       np.asarray(r.embedding, dtype=np.float32), own_change=own, topics=topics)
-            closed.update(d.supersedes)
-            if d.label == "duplicate":
-                closed.add(c.fact_id)
-            decisions.append(d)
+
+        decisions = decide_each(res, propose)
         for r in res.facts:  # the vectors of this batch's facts are the stored vectors of tomorrow
             self._remember(r.candidate.fact_id, np.asarray(r.embedding, dtype=np.float32))
-        return Adjudication(decisions=decisions, concept_ops=self.rules._concept_ops(res, snap, decisions))
+        return Adjudication(decisions=decisions, concept_ops=concept_ops(res, snap, decisions, self.rules_cfg))
 
     def _decide(self, d: Decision, kind: str, certain: bool, holder: str, cands: list[Neighbour], P: np.ndarray,
                 res: Resolution, by_id: dict[str, ResolvedFact], kinds: dict[str, str], retrospective: bool = False,
@@ -271,8 +264,8 @@ class ModelAdjudicator:
             # replaces the most (summed P); on a tie the most probable partner's, then its own ("I've done a
             # complete 180 on travel" is no circumstance because its first partner mentions busy weeks: the
             # trips it turns against are plans)
-            first = [eligible[0][1]] if eligible and eligible[0][1] in _STATIVE else []
-            options = list(dict.fromkeys(first + [kind] + [o for _, o, _ in eligible if o in _STATIVE]))
+            first = [eligible[0][1]] if eligible and eligible[0][1] in STATIVE else []
+            options = list(dict.fromkeys(first + [kind] + [o for _, o, _ in eligible if o in STATIVE]))
             if options:
                 use = max(options, key=lambda o: (round(float(sum(P[k, SUP] for k in chosen(o))), 6), -options.index(o)))
         sup = [cands[k].fact_id for k in chosen(use)]

@@ -1,0 +1,1 @@
+"""Adjudication: what each new fact of a session means against the memory (new, a duplicate, replacing or contradicting an older fact), decided by one loop (loop.py) from the proposals of the relation model (model.py), the rules (rules.py) or an LLM (llm.py), and turned into graph edits (edits.py)."""
