@@ -63,3 +63,21 @@ def test_beam_pairs_label_one_pair_per_question(tmp_path: Path) -> None:
     ps = beam_pairs(tmp_path, _embed, OfflineExtractor(), False, -1.0, 12)
     assert ps.y == [LABELS.index("supersedes")]
     assert ps.source == ["beam/knowledge_update"]
+
+
+def test_source_weights_weigh_the_loss() -> None:
+    from induction.relations.model import FitParams, fit
+    from training_data.relations_train import row_weights
+
+    src = np.asarray(["memsyco/a", "phrasing/update", "beam/x"])
+    assert row_weights(src, {}) is None
+    w20 = row_weights(src, {"phrasing": 20.0})
+    assert w20 is not None and w20.tolist() == [1.0, 20.0, 1.0]
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((200, 3)).astype(np.float32)
+    y = np.where(rng.random(200) < 0.5, 0, 1)
+    p = FitParams(epochs=200, lr=0.05, balance=0.0)
+    w = np.where(y == 1, 10.0, 1.0)
+    plain = fit(X, y, p).predict_proba(X)[:, 1].mean()
+    heavy = fit(X, y, p, sample_weight=w).predict_proba(X)[:, 1].mean()
+    assert heavy > plain + 0.2

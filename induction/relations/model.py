@@ -119,8 +119,10 @@ class FitParams:
     struct_cols: int = 0
 
 
-def fit(X: np.ndarray, y: np.ndarray, p: FitParams, log: Any = None) -> RelationModel:
-    """Full-batch Adam on the class-weighted cross-entropy; deterministic given ``p.seed``."""
+def fit(X: np.ndarray, y: np.ndarray, p: FitParams, log: Any = None, sample_weight: np.ndarray | None = None) -> RelationModel:
+    """Full-batch Adam on the class-weighted cross-entropy; deterministic given ``p.seed``. ``sample_weight``
+    (one per row) multiplies the class weights: a small source (the phrasing set, BEAM) counts for more than
+    its share of rows."""
     rng = np.random.default_rng(p.seed)
     X = np.asarray(X, dtype=np.float32)
     proj = proj_mean = None
@@ -134,7 +136,8 @@ def fit(X: np.ndarray, y: np.ndarray, p: FitParams, log: Any = None) -> Relation
     Z = (X - mean) / std
     freq = np.bincount(y, minlength=k).astype(np.float64) / n
     cw = np.where(freq > 0, (1.0 / np.maximum(freq, 1e-9)) ** p.balance, 0.0)
-    w = (cw[y] / cw[y].mean()).astype(np.float32)
+    w = cw[y] if sample_weight is None else cw[y] * np.asarray(sample_weight, dtype=np.float64)
+    w = (w / w.mean()).astype(np.float32)
     Y = np.eye(k, dtype=np.float32)[y]
     params: dict[str, np.ndarray] = {}
     if p.hidden:
