@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 
+import numpy as np
 from pydantic import BaseModel, Field
 
-from graph.edits import CreateConcept, EditBatch, MergeConcepts, SplitConcept
+from graph.edits import AttachFact, CreateConcept, EditBatch, MergeConcepts, SplitConcept
 from graph.snapshot import Snapshot
 from graph.store import ConcurrentModification, GraphStore
 from induction.adjudication.decisions import Adjudicator
@@ -96,6 +97,8 @@ class Ingestor:
         self.config = config or IngestConfig()
         self.rules = RuleAdjudicator(self.config.rules)
         self.adjudicator = adjudicator or self.rules
+        # Per user: (version of this ingestor's last commit, fact vectors then) for concept placement.
+        self._vectors: dict[str, tuple[int, Mapping[str, Sequence[float]]]] = {}
         # Test seam: called with the step name just before it runs (fault injection, tracing).
         self.hook: Callable[[str], None] = lambda step: None
 
@@ -157,7 +160,7 @@ class Ingestor:
             edits, kind_rejected = check_kinds(snap, edits)
             if cfg.concepts.enabled:
                 t6 = time.perf_counter()
-                edits = living_edits(snap, edits, store.embeddings(session.user_id) if snap.facts else {}, cfg.concepts)
+                edits = living_edits(snap, edits, self._stored_vectors(snap), cfg.concepts)
                 t["concepts"] = _ms(t6)
             batch = EditBatch(user_id=session.user_id, session_id=session.session_id, session_hash=digest,
                               turns=turns, edits=edits)
@@ -176,6 +179,8 @@ class Ingestor:
                 calls += adj.llm_calls  # the adjudicator's calls were spent even though this attempt lost
                 raise
             t["commit"] = _ms(t5)
+            if cfg.concepts.enabled:
+                self._keep_vectors(snap, new_snap, batch)
             t["total"] = _ms(t0)
             return self._report(session, digest, extraction, res, adj, cs, batch, new_snap,
                                 ev_rejected + kind_rejected + val_rejected, calls + adj.llm_calls, n, t)
@@ -185,6 +190,23 @@ class Ingestor:
         except ConcurrentModification:
             raise IngestError(session.session_id, "concurrency", f"user {session.user_id!r} kept changing; "
                               f"gave up after {cfg.commit_retries} attempts") from None
+
+    def _stored_vectors(self, snap: Snapshot) -> Mapping[str, Sequence[float]]:
+        """The user's fact vectors for concept placement: kept from this ingestor's own last commit when
+        nobody wrote since (same version), else read from the store."""
+        kept = self._vectors.get(snap.user_id)
+        if kept is not None and kept[0] == snap.version:
+            return kept[1]
+        return self.memory.store.embeddings(snap.user_id) if snap.facts else {}
+
+    def _keep_vectors(self, before: Snapshot, after: Snapshot, batch: EditBatch) -> None:
+        vecs: dict[str, Any] = dict(self._stored_vectors(before))
+        vecs.update({e.fact.fact_id: np.asarray(e.embedding, dtype=np.float32) for e in batch.edits
+                     if isinstance(e, AttachFact) and e.embedding is not None})
+        self._vectors.pop(after.user_id, None)
+        while len(self._vectors) >= 8:  # a few recent users only (a 10k-fact user holds ~15 MB)
+            self._vectors.pop(next(iter(self._vectors)))
+        self._vectors[after.user_id] = (after.version, vecs)
 
     def _seen(self, snap: Snapshot, session: Session, digest: str, raw_digest: str | None = None) -> bool:
         prev = snap.sessions.get(session.session_id)
