@@ -24,7 +24,7 @@ test: setup
 	scripts/run-tests
 
 bench: setup
-	$(VENV)/bin/python bench/retrieval.py --backends embedded neo4j
+	$(VENV)/bin/python bench/retrieval_speed.py --backends embedded neo4j
 
 clean:
 	rm -rf $(VENV) .evomem .pytest_cache .hypothesis

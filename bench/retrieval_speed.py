@@ -9,10 +9,10 @@ does: all seed routes over the per-user RouteIndex (built on each user's first q
 retrieval vectors looked up from the generated ones (no model); ``--routes store`` times the old
 two-list seed search on the store's own indexes instead.
 
-    python bench/retrieval.py                                  # embedded, 100 users x 1000 facts
-    python bench/retrieval.py --backends embedded neo4j        # + Neo4j (EVOMEM_NEO4J_URI or started here)
-    python bench/retrieval.py --users 10 --facts 200 --json    # quick
-    python bench/retrieval.py --save out.json ; python bench/retrieval.py --baseline out.json
+    python bench/retrieval_speed.py                                  # embedded, 100 users x 1000 facts
+    python bench/retrieval_speed.py --backends embedded neo4j        # + Neo4j (EVOMEM_NEO4J_URI or started here)
+    python bench/retrieval_speed.py --users 10 --facts 200 --json    # quick
+    python bench/retrieval_speed.py --save out.json ; python bench/retrieval_speed.py --baseline out.json
 """
 
 from __future__ import annotations
