@@ -1,7 +1,7 @@
 """Pair features for the relation model: (a newer fact, one older candidate partner) -> a vector.
 
 One function builds them for training (training_data/relations.py, from extracted dialogues) and at
-ingest (induction/relations/adjudicator.py, from a Resolution), so the model sees the same inputs in
+ingest (induction/adjudication/model.py, from a Resolution), so the model sees the same inputs in
 both places. Two groups:
 
 - structural (``STRUCT_NAMES``): similarity and its rank among the candidates, holders (user /
