@@ -87,6 +87,7 @@ def _rows(store: Path, neo4j: str, locked: tuple[Path, int]) -> dict[str, tuple[
         "import": (["import", *s, str(store.parent / "missing-export.jsonl")], "missing-export.jsonl"),
         "migrate": (["migrate", *s, "--to", "ftp://somewhere"], "give neo4j://host:port"),
         "profile": (["profile", *s, "--user", "ghost"], "no memories are stored for user 'ghost'"),
+        "concepts": (["concepts", *s, "--user", "ghost"], "no memories are stored for user 'ghost'"),
         "facts": (["facts", *s, "--user", "maya", "--include", "bogus"], "unknown include value"),
         "eval": (["eval", "locomo", "--data", str(store.parent / "no-locomo"), "--embedder", "hash", "--no-progress"],
                  "no-locomo"),
