@@ -21,6 +21,7 @@ import json
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +42,30 @@ from memcore.memory import Memory  # noqa: E402
 def _turn(f: object) -> int:
     t = str(getattr(f, "source_turn_ids", ("x:0",))[0]).rsplit(":", 1)[-1]
     return int(t) if t.isdigit() else 0
+
+
+METHODS = ("ordered", "nearest_item", "greedy")
+
+
+def score_one(mem: Memory, ing: Any, row: Any, rcfg: RetrievalConfig, labels: dict[str, Any],
+              methods: tuple[str, ...] = METHODS) -> tuple[dict[str, Any], Any, Any, dict[str, str], dict[str, int]]:
+    """Ingest one row, retrieve for its question and score it with every matching (the eval's ``score_row``):
+    (results by matching, bundle, snapshot, validity, turn positions). Shared with bench/relations_loso.py."""
+    ing.ingest(row.session)
+    user = row.session.user_id
+    q = np.asarray(mem.embedder.embed([row.question]))[0]
+    b = retrieve(mem.store, user, row.question, q.tolist(), rcfg)
+    snap = mem.store.load_snapshot(user)
+    val = validity_map(snap, list(snap.facts))
+    st, hold = {f: x.statement for f, x in snap.facts.items()}, {f: x.holder for f, x in snap.facts.items()}
+    pos = turn_positions(row, snap)
+
+    def emb(t: list[str]) -> np.ndarray:
+        return np.asarray(mem.embedder.embed(t))
+
+    res = {m: score_row(row, b, st, emb, 0.45, val, pos, m, hold, labels.get(row.id))  # type: ignore[arg-type]
+           for m in methods}
+    return res, b, snap, val, pos
 
 
 def main() -> None:
@@ -78,26 +103,15 @@ def main() -> None:
     gold_keys = ("current_hit", "outdated_leak", "current_valid", "wrong_way")
     labels = load_turn_annotations()
     check_against(rows, labels)
-    methods = ("ordered", "nearest_item", "greedy")
+    methods = METHODS
     tot = {m: dict.fromkeys(keys, 0.0) for m in methods}
     agree = {m: [0, 0] for m in methods}  # items matched in an annotated turn, annotated items
     gold_tot, n_gold = dict.fromkeys(gold_keys, 0.0), 0
     turn_leak = {m: [0, 0] for m in methods}  # partial-turn leaks, rows with an outdated item's gold turn
 
-    def emb(t: list[str]) -> np.ndarray:
-        return np.asarray(mem.embedder.embed(t))
-
     dump = open(a.dump, "w") if a.dump else None  # noqa: SIM115 - closed after the loop
     for row in rows:
-        ing.ingest(row.session)
-        user = row.session.user_id
-        b = retrieve(mem.store, user, row.question, emb([row.question])[0].tolist(), rcfg)
-        snap = mem.store.load_snapshot(user)
-        val = validity_map(snap, list(snap.facts))
-        st, hold = {f: x.statement for f, x in snap.facts.items()}, {f: x.holder for f, x in snap.facts.items()}
-        pos = turn_positions(row, snap)
-        res = {m: score_row(row, b, st, emb, 0.45, val, pos, m, hold, labels.get(row.id))  # type: ignore[arg-type]
-               for m in methods}
+        res, b, snap, val, pos = score_one(mem, ing, row, rcfg, labels)
         r = res[a.matching]
         user_facts = sorted((f for f in snap.facts.values() if f.holder == "user"), key=lambda f: (_turn(f), f.fact_id))
         for m, x in res.items():

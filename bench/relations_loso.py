@@ -1,0 +1,396 @@
+"""Leave-one-source-out and k-fold cross-validation of the relation model, scored end to end (issue 44 bars).
+
+Every model here is trained by the training entry's own steps (``evomem train-relations``,
+training_data/relations_train.py: its pair builders and per-source cache, its fixed validation split of
+MemSyco clusters, its ``fit``), on the pairs of the sources it keeps, and then ingests MemSyco
+valid-memory-selection rows it never trained on. They are scored with the MemSyco eval's ``score_row``, as
+bench/relations_vms_rows.py does: one-fact leak, partial-turn leak, any leak and current still current, under
+both the ``ordered`` and the ``nearest_item`` matching.
+
+- ``cv``: k folds of MemSyco rows (a fold = rows [a, b) of every task file, as ``memsyco_heldout``); each
+  fold's model trains on all sources without the fold's rows and scores the fold's valid-memory rows.
+  Bars: leak <= 0.06 (``ordered``), <= 0.08 (``nearest_item``).
+- ``no-memsyco``: trained without any MemSyco pair, scored on every valid-memory row (or ``--rows``).
+  Bars: leak <= 0.15 and current still current >= 0.85, both matchings.
+- ``loso``: for each other source, trained without it and without the ``--loso-block`` rows (one of the
+  folds, so the all-source row is that fold's model), scored on that block; with ``--phrasing-test`` also
+  on the phrasing set's test half (measured, never tuned on).
+
+The sources trained on are all five of the issue (MemSyco dev rows, BEAM, LoCoMo negatives, synthetic
+families, phrasing tuning half) unless ``--sources`` says otherwise; the preset gives every other
+setting. The model kind is a plug-in: ``--kind structural`` (the shipped numpy classifier, the preset's
+``model`` section) or ``--kind package.module:function``, called as ``function(cfg, pairs, train_mask, out)``
+with the merged pair arrays of ``build_pairs`` (``X``, ``y``, ``group``, ``source``, ``text_new``,
+``text_old``, ...), the boolean mask of pairs to train on and a fresh folder; it writes an artefact there and
+returns the ``IngestConfig.relations`` overrides that load it (e.g. ``{"artefact_dir": str(out)}``).
+
+CPU bounds: pairs are built once, for every row, in ``--out`` (``pairs-<source>.npz``, the training entry's
+cache; ``--reuse-pairs`` keeps a cache whose code hash is stale, e.g. after an unrelated edit under
+induction/); every variant ingests in one process through one memoised MiniLM, so a sentence is embedded
+once for the whole run.
+
+    python bench/relations_loso.py --mode cv no-memsyco loso --phrasing-test --reuse-pairs
+    python bench/relations_loso.py --mode no-memsyco --rows 60          # a quicker no-MemSyco figure
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from relations_vms_rows import score_one  # noqa: E402
+
+SOURCES = ("memsyco", "beam", "locomo", "synthetic", "phrasing")
+DEFAULT_BLOCKS = ((0, 40), (40, 90), (90, 140), (140, 193))  # 40-89: the shipped model's held-out block
+KEYS = ("outdated_leak", "partial_turn_leak", "outdated_leak_any", "current_valid", "current_hit")
+BARS = {"cv": {"ordered": {"outdated_leak": ("<=", 0.06)}, "nearest_item": {"outdated_leak": ("<=", 0.08)}},
+        "no-memsyco": {m: {"outdated_leak": ("<=", 0.15), "current_valid": (">=", 0.85)}
+                       for m in ("ordered", "nearest_item")}}
+Fitter = Callable[[Any, dict[str, np.ndarray], np.ndarray, Path], dict[str, Any]]
+
+
+class MemoEmbedder:
+    """An embedder that embeds each distinct text once for the whole run (every variant ingests the same rows)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.dim = inner, int(inner.dim)
+        self.memo: dict[str, np.ndarray] = {}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        todo = [t for t in dict.fromkeys(texts) if t not in self.memo]
+        if todo:
+            for t, v in zip(todo, np.asarray(self.inner.embed(todo), dtype=np.float32)):
+                self.memo[t] = v
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        return np.stack([self.memo[t] for t in texts])
+
+
+def load_pairs(cfg: Any, out: Path, reuse: bool) -> dict[str, np.ndarray]:
+    """The training entry's ``build_pairs`` (its cache in ``out``); ``reuse``: take the cached files as they are
+    when every source's file exists, whatever their key (the code hash moves with any edit under induction/)."""
+    from training_data.relations_train import _SOURCE_FIELDS, build_pairs
+
+    files = [out / f"pairs-{s}.npz" for s in _SOURCE_FIELDS]
+    if not (reuse and all(f.is_file() for f in files)):
+        return build_pairs(cfg, out)
+    parts = []
+    for f in files:
+        with np.load(f, allow_pickle=False) as z:
+            parts.append({k: z[k] for k in z.files})
+    d = {k: np.concatenate([p[k] for p in parts]) for k in ("X", "y", "group", "source", "text_new", "text_old")}
+    d["hash"] = np.asarray(hashlib.sha256("".join(str(p["hash"]) for p in parts).encode()).hexdigest())
+    print(f"pairs: reused {out}/pairs-*.npz as cached (keys {[str(p['key']) for p in parts]})", flush=True)
+    return d
+
+
+def memsyco_index(root: Path) -> dict[str, int]:
+    """MemSyco row id -> its index in its task file (the index ``memsyco_heldout`` blocks)."""
+    from induction.adapters import load_memsyco
+    from training_data.relations import MEMSYCO_TASKS
+
+    idx: dict[str, int] = {}
+    for task in MEMSYCO_TASKS:
+        p = root / f"{task}.jsonl"
+        if p.is_file():
+            idx.update({r.id: i for i, r in enumerate(load_memsyco(p, user_prefix=f"rel-{task}-"))})
+    return idx
+
+
+def train_mask(cfg: Any, d: dict[str, np.ndarray], drop: set[str], block: tuple[int, int] | None,
+               index: dict[str, int]) -> np.ndarray:
+    """Pairs a variant trains on: its sources, no MemSyco row of ``block``, and (as ``train_relations``) none of
+    the fixed validation split, computed over the MemSyco pairs left."""
+    from training_data.relations_train import _in_val, text_clusters
+
+    src = np.array([str(s).split("/", 1)[0] for s in d["source"]])
+    keep = ~np.isin(src, sorted(drop))
+    is_ms = src == "memsyco"
+    if block is not None:
+        inb = np.array([block[0] <= index.get(str(g), -1) < block[1] for g in d["group"]])
+        keep &= ~(is_ms & inb)
+    ms = is_ms & keep
+    units = (text_clusters(d["group"][ms], d["text_new"][ms], d["text_old"][ms], np.ones(int(ms.sum()), bool))
+             if cfg.fold_by == "shared_text" else None)
+    unit = (lambda g: units.get(str(g), str(g))) if units is not None else str
+    val = np.array([bool(m and _in_val(unit(g), cfg.seed, cfg.val_fraction)) for g, m in zip(d["group"], ms)])
+    return keep & ~val
+
+
+def fit_structural(cfg: Any, d: dict[str, np.ndarray], mask: np.ndarray, out: Path) -> dict[str, Any]:
+    """The shipped kind: ``relations_train``'s fit of the preset's ``model`` on the masked pairs, saved as an
+    artefact the model adjudicator loads (same manifest fields it checks: features, embedder probe)."""
+    from induction.relations.features import LABELS, STRUCT_NAMES
+    from induction.relations.model import PROBE, fit
+    from training_data.relations_train import _cols, _params, row_weights, source_counts
+
+    sw = row_weights(d["source"], cfg.source_weights)
+    model = fit(_cols(d["X"][mask], cfg.model), d["y"][mask], _params(cfg.model, cfg.seed, d["X"].shape[1]),
+                sample_weight=None if sw is None else sw[mask])
+    dim = int(d["dim"])
+    model.manifest = {
+        "name": cfg.artefact_name, "labels": list(LABELS),
+        "features": list(STRUCT_NAMES) + ([f"uv_{i}" for i in range(dim)] + [f"absdiff_{i}" for i in range(dim)]
+                                          if cfg.model.pair_embedding else []),
+        "embedder": {"kind": cfg.embedder, "dim": dim, "probe_text": PROBE,
+                     "probe": [round(float(x), 5) for x in d["probe"]]},
+        "config": cfg.model.model_dump(), "seed": cfg.seed, "pairs": int(mask.sum()),
+        "source_counts": source_counts(d["source"][mask], d["y"][mask]),
+    }
+    model.save(out, cfg.artefact_name)
+    return {"artefact_dir": str(out), "artefact_name": cfg.artefact_name}
+
+
+def fit_shipped(cfg: Any, d: dict[str, np.ndarray], mask: np.ndarray, out: Path) -> dict[str, Any]:
+    """No training: the artefact in the package (a reference row; it trained on rows the folds hold out)."""
+    return {}
+
+
+def fitter(kind: str) -> Fitter:
+    if kind == "structural":
+        return fit_structural
+    if kind == "shipped":
+        return fit_shipped
+    mod, _, fn = kind.partition(":")
+    if not fn:
+        raise SystemExit(f"--kind: 'structural' or 'package.module:function', not {kind!r}")
+    f: Fitter = getattr(importlib.import_module(mod), fn)
+    return f
+
+
+class Scorer:
+    """Ingests rows with a variant's model in a fresh store (shared memoised embedder) and sums the figures."""
+
+    def __init__(self, emb: MemoEmbedder, rows: list[Any], phrasing: list[Any]) -> None:
+        from evaluation.memsyco_annotations import load_turn_annotations
+        from retrieval.retrieve import RetrievalConfig
+
+        self.emb, self.rows, self.phrasing = emb, rows, phrasing
+        self.labels = load_turn_annotations()
+        self.rcfg = RetrievalConfig.model_validate({"k": 10})  # as bench/relations_vms_rows.py
+
+    def _ingestor(self, overrides: dict[str, Any] | None) -> tuple[Any, Any]:
+        from graph.embedded import EmbeddedStore
+        from induction.config import IngestConfig
+        from induction.pipeline import make_ingestor
+        from memcore.memory import Memory
+
+        store = EmbeddedStore(Path(tempfile.mkdtemp(prefix="evomem-loso-")) / "store")
+        store.setup()
+        mem = Memory(store, self.emb)
+        cfg = IngestConfig(adjudicator="model" if overrides is not None else "rules")
+        if overrides:
+            cfg.relations = cfg.relations.model_validate(cfg.relations.model_dump() | overrides)
+        ing = make_ingestor(mem, cfg)
+        if overrides is not None and (ing.adjudicator.name != "model" or getattr(ing.adjudicator, "fallback_reason", None)):
+            raise SystemExit(f"the variant's model did not load: {getattr(ing.adjudicator, 'fallback_reason', '')}")
+        return mem, ing
+
+    def memsyco(self, overrides: dict[str, Any] | None, ids: set[str]) -> dict[str, Any]:
+        """Sums per matching over the rows in ``ids`` (partial-turn leak over the rows that have its label)."""
+        mem, ing = self._ingestor(overrides)
+        tot: dict[str, dict[str, float]] = {m: dict.fromkeys(KEYS, 0.0) for m in ("ordered", "nearest_item")}
+        ptl_n, n, errors, leaks = 0, 0, 0, []
+        for row in (r for r in self.rows if r.id in ids):
+            try:
+                res = score_one(mem, ing, row, self.rcfg, self.labels, ("ordered", "nearest_item"))[0]
+            except Exception as e:  # noqa: BLE001 - a row that fails to ingest is counted, not fatal
+                errors += 1
+                print(f"  row {row.id}: {type(e).__name__}: {e}", flush=True)
+                continue
+            n += 1
+            ptl_n += res["ordered"].partial_turn_leak is not None
+            for m, r in res.items():
+                for k in KEYS:
+                    tot[m][k] += float(bool(getattr(r, k)))
+            if res["ordered"].outdated_leak:
+                leaks.append(row.id)
+        mem.close()
+        fig = {m: {k: round(v / max(1, ptl_n if k == "partial_turn_leak" else n), 3) for k, v in t.items()}
+               for m, t in tot.items()}
+        return {"rows": n, "errors": errors, "partial_turn_rows": ptl_n, "leaked_rows_ordered": leaks,
+                "sums": tot, **fig}
+
+    def phrasing_test(self, overrides: dict[str, Any] | None) -> dict[str, Any]:
+        from evaluation.phrasing_eval import run_phrasing
+
+        mem, ing = self._ingestor(overrides)
+        s, _ = run_phrasing(self.phrasing, ing)
+        mem.close()
+        return {"supersession_f1": s["supersession"]["f1"], "conflict_f1": s["conflict"]["f1"],
+                "expiry_accuracy": s["expiry_accuracy"], "scope_accuracy": s["scope_accuracy"],
+                "lookalike_false": s["lookalike_false_relation_rate"], "n": s["n"]}
+
+
+def pooled(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Fold results summed row by row (a fold of 40 rows weighs 40)."""
+    n = sum(p["rows"] for p in parts)
+    ptl = sum(p["partial_turn_rows"] for p in parts)
+    out: dict[str, Any] = {"rows": n, "errors": sum(p["errors"] for p in parts), "partial_turn_rows": ptl,
+                           "leaked_rows_ordered": [x for p in parts for x in p["leaked_rows_ordered"]]}
+    for m in ("ordered", "nearest_item"):
+        out[m] = {k: round(sum(p["sums"][m][k] for p in parts) / max(1, ptl if k == "partial_turn_leak" else n), 3)
+                  for k in KEYS}
+    return out
+
+
+def check(mode: str, res: dict[str, Any]) -> list[str]:
+    lines = []
+    for m, bars in BARS.get(mode, {}).items():
+        for k, (op, bar) in bars.items():
+            v = res[m][k]
+            ok = v <= bar if op == "<=" else v >= bar
+            lines.append(f"  bar {mode} {m} {k} {v:.3f} {op} {bar}: {'MET' if ok else 'NOT MET'}")
+    return lines
+
+
+def line(name: str, r: dict[str, Any]) -> str:
+    def f(m: str) -> str:
+        x = r[m]
+        return (f"{x['outdated_leak']:.3f} / {x['partial_turn_leak']:.3f} / {x['outdated_leak_any']:.3f} / "
+                f"{x['current_valid']:.3f}")
+    return f"| {name} | {r['rows']} | {f('ordered')} | {f('nearest_item')} |"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--config", default="relations-default", help="Training preset (configs/relations-*.yaml).")
+    ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="Preset overrides (as train-relations).")
+    ap.add_argument("--kind", default="structural", help="structural, or package.module:function (see the docstring).")
+    ap.add_argument("--sources", nargs="*", default=list(SOURCES), choices=SOURCES, help="Sources of the full model.")
+    ap.add_argument("--mode", nargs="*", default=["cv", "no-memsyco", "loso"], choices=["cv", "no-memsyco", "loso"])
+    ap.add_argument("--blocks", default=json.dumps(DEFAULT_BLOCKS), help="CV folds: JSON list of [a, b) row blocks.")
+    ap.add_argument("--loso-block", type=int, default=1, help="Index in --blocks of the block LOSO scores on.")
+    ap.add_argument("--rows", type=int, default=None, help="no-memsyco: score only the first N valid-memory rows.")
+    ap.add_argument("--phrasing-test", action="store_true", help="Also score the phrasing test half (loso, no-memsyco).")
+    ap.add_argument("--out", default="runs/loso", help="Pair cache and the variants' artefacts.")
+    ap.add_argument("--reuse-pairs", action="store_true", help="Keep cached pairs whose code hash is stale.")
+    ap.add_argument("--json", default=None, help="Also write every figure here.")
+    a = ap.parse_args()
+
+    from evomem.commands.relations_cmds import load_relations_config
+    from evaluation.phrasing import load_cases
+    from induction.adapters import load_memsyco
+    from induction.relations.model import PROBE
+    from llmclients.embeddings import EmbedderConfig, make_embedder
+
+    t0 = time.perf_counter()
+    sets = list(a.set) + ["memsyco_heldout=null", f"output_dir={a.out}"]
+    if "phrasing" in a.sources:
+        sets.append("phrasing=evaluation/phrasing/cases.jsonl")
+    if "beam" in a.sources:
+        sets.append(f"beam={ROOT.parent / 'shared' / 'data' / 'beam'}")
+    cfg = load_relations_config(a.config, sets)
+    out = Path(a.out)
+    emb = MemoEmbedder(make_embedder(EmbedderConfig()))
+    d = load_pairs(cfg, out, a.reuse_pairs) if a.kind != "shipped" else {}
+    if d:
+        d["dim"] = np.asarray(emb.dim)
+        d["probe"] = emb.embed([PROBE])[0]
+    root = Path(cfg.memsyco_root)
+    index = memsyco_index(root)
+    rows = load_memsyco(root / "valid_memory_selection.jsonl")
+    rows = [r for r in rows if r.policy == "update" or any(i.status == "current" for i in r.items)]
+    vindex = {r.id: index[r.id] for r in rows}
+    phr = load_cases(ROOT / "evaluation" / "phrasing" / "cases.jsonl", "test") if a.phrasing_test else []
+    sc = Scorer(emb, rows, phr)
+    fit = fitter(a.kind)
+    off = set(SOURCES) - set(a.sources)
+    blocks = [tuple(b) for b in json.loads(a.blocks)]
+    print(f"pairs {len(d.get('y', []))}; sources {sorted(a.sources)}; kind {a.kind}; preset {a.config} {a.set}", flush=True)
+    report: dict[str, Any] = {"kind": a.kind, "config": a.config, "set": a.set, "sources": sorted(a.sources)}
+
+    def variant(name: str, drop: set[str], block: tuple[int, int] | None) -> dict[str, Any]:
+        t = time.perf_counter()
+        mask = train_mask(cfg, d, off | drop, block, index) if d else np.zeros(0, bool)
+        folder = out / "variants" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        over = fit(cfg, d, mask, folder)
+        print(f"[{name}] trained on {int(mask.sum())} pairs in {time.perf_counter() - t:.0f}s", flush=True)
+        return over
+
+    table = ["| model | rows | `ordered` leak / partial-turn / any / current still current | "
+             "`nearest_item` same |", "|---|---|---|---|"]
+    folds: list[dict[str, Any]] = []
+    loso_base: dict[str, Any] | None = None
+    if "cv" in a.mode or "loso" in a.mode:
+        todo = range(len(blocks)) if "cv" in a.mode else [a.loso_block]
+        for i in todo:
+            b = blocks[i]
+            over = variant(f"cv-{b[0]}-{b[1]}", set(), b)
+            t = time.perf_counter()
+            r = sc.memsyco(over, {rid for rid, k in vindex.items() if b[0] <= k < b[1]})
+            r["block"] = list(b)
+            print(f"[cv {b}] {r['rows']} rows in {time.perf_counter() - t:.0f}s: ordered {r['ordered']} "
+                  f"nearest_item {r['nearest_item']}", flush=True)
+            folds.append(r)
+            if i == a.loso_block:
+                loso_base = {"over": over, "memsyco": r}
+        if "cv" in a.mode:
+            cv = pooled(folds)
+            report["cv"] = {"pooled": cv, "folds": folds}
+            table.append(line(f"k-fold CV, all sources ({len(blocks)} blocks)", cv))
+            print("\n".join(check("cv", cv)), flush=True)
+    if "no-memsyco" in a.mode:
+        over = variant("no-memsyco", {"memsyco"}, None)
+        ids = {r.id for r in rows[: a.rows]} if a.rows else set(vindex)
+        t = time.perf_counter()
+        r = sc.memsyco(over, ids)
+        print(f"[no-memsyco] {r['rows']} rows in {time.perf_counter() - t:.0f}s", flush=True)
+        if phr:
+            r["phrasing_test"] = sc.phrasing_test(over)
+        report["no-memsyco"] = r
+        table.append(line("without MemSyco", r))
+        print("\n".join(check("no-memsyco", r)), flush=True)
+    if "loso" in a.mode and loso_base is not None:
+        b = blocks[a.loso_block]
+        ids = {rid for rid, k in vindex.items() if b[0] <= k < b[1]}
+        lo: dict[str, Any] = {"block": list(b), "all": loso_base["memsyco"]}
+        if phr:
+            lo["all_phrasing_test"] = sc.phrasing_test(loso_base["over"])
+        table.append(line(f"all sources, block {b[0]}-{b[1] - 1}", loso_base["memsyco"]))
+        for s in sorted(set(a.sources) - {"memsyco"}):
+            over = variant(f"loso-{s}-{b[0]}-{b[1]}", {s}, b)
+            r = sc.memsyco(over, ids)
+            if phr:
+                r["phrasing_test"] = sc.phrasing_test(over)
+            lo[s] = r
+            table.append(line(f"without {s}, block {b[0]}-{b[1] - 1}", r))
+            print(f"[loso -{s}] ordered {r['ordered']} nearest_item {r['nearest_item']} "
+                  f"phrasing {r.get('phrasing_test')}", flush=True)
+        report["loso"] = lo
+    print("\n" + "\n".join(table))
+    phr_rows = [("all sources", report.get("loso", {}).get("all_phrasing_test"))]
+    phr_rows += [(f"without {s}", v.get("phrasing_test")) for s, v in report.get("loso", {}).items()
+                 if isinstance(v, dict) and "phrasing_test" in v]
+    if "no-memsyco" in report and "phrasing_test" in report["no-memsyco"]:
+        phr_rows.append(("without memsyco", report["no-memsyco"]["phrasing_test"]))
+    if any(v for _, v in phr_rows):
+        print("\n| model | phrasing test: supersession F1 | conflict F1 | expiry | scope | look-alike false |\n"
+              "|---|---|---|---|---|---|")
+        for name, v in phr_rows:
+            if v:
+                print(f"| {name} | {v['supersession_f1']} | {v['conflict_f1']} | {v['expiry_accuracy']} | "
+                      f"{v['scope_accuracy']} | {v['lookalike_false']} |")
+    report["seconds"] = round(time.perf_counter() - t0, 1)
+    print(f"\n{report['seconds']}s")
+    if a.json:
+        Path(a.json).write_text(json.dumps(report, indent=1, default=float))
+
+
+if __name__ == "__main__":
+    main()
