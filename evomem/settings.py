@@ -34,7 +34,8 @@ class Settings(BaseModel):
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], **overrides: Any) -> Settings:
-        """EVOMEM_STORE, EVOMEM_STORE_PATH, EVOMEM_NEO4J_URI/USER/PASSWORD/DATABASE, EVOMEM_EMBEDDER,
+        """EVOMEM_STORE, EVOMEM_STORE_PATH, EVOMEM_NEO4J_URI/USER/PASSWORD/DATABASE, EVOMEM_PARTITIONS (a JSON or
+        YAML file of graph.partition.PartitionConfig, for EVOMEM_STORE=partitioned), EVOMEM_EMBEDDER,
         EVOMEM_CYPHER_TIMEOUT_S and EVOMEM_CYPHER_WORKERS (the user-Cypher
         sandbox), EVOMEM_EXTRACTOR (offline|llm), EVOMEM_ADJUDICATOR (rules|llm; default llm with the llm extractor),
         and the model endpoints (EVOMEM_{ANSWER,POLICY,EXTRACTION}_{CONNECTION,KIND,URL,MODEL,API_KEY,PATH}; see
@@ -50,6 +51,10 @@ class Settings(BaseModel):
             "neo4j_password": env.get("EVOMEM_NEO4J_PASSWORD"),
             "neo4j_database": env.get("EVOMEM_NEO4J_DATABASE"),
         } | given("store")
+        if isinstance(store.get("partitions"), str) or (not store.get("partitions") and env.get("EVOMEM_PARTITIONS")):
+            from graph.partition import PartitionConfig
+
+            store["partitions"] = PartitionConfig.from_file(store.get("partitions") or env["EVOMEM_PARTITIONS"])
         cypher = {k: v for k, v in {"timeout_s": env.get("EVOMEM_CYPHER_TIMEOUT_S"),
                                     "workers": env.get("EVOMEM_CYPHER_WORKERS")}.items() if v}
         if cypher:

@@ -95,8 +95,8 @@ def run_server(settings: MemorySettings, models: ModelsConfig, pipeline: Pipelin
 
     if workers > 1:
         backend = getattr(getattr(settings, "store", None), "backend", None)
-        if backend != "neo4j":
-            raise ValueError(f"several workers need a shared store (neo4j); the {backend} store is one process's")
+        if backend not in ("neo4j", "partitioned"):
+            raise ValueError(f"several workers need a shared store (neo4j or partitioned); the {backend} store is one process's")
         os.environ[WORKER_CONFIG_ENV] = base64.b64encode(
             pickle.dumps((settings, models, pipeline, api, ingest_config))).decode("ascii")
         print(f"evomem serve: http://{host}:{port}  store=neo4j  workers={workers}  "

@@ -16,16 +16,20 @@ Command = tuple[type["CommonOptions"], Callable[[Any], int], str]
 
 class CommonOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    store: Literal["embedded", "neo4j"] | None = Field(default=None, description="Backend (default: EVOMEM_STORE or embedded).")
+    store: Literal["embedded", "neo4j", "partitioned"] | None = Field(
+        default=None, description="Backend (default: EVOMEM_STORE or embedded).")
     store_path: str | None = Field(default=None, description="Embedded store directory (default .evomem/store).")
     neo4j_uri: str | None = Field(default=None, description="Neo4j URI (default: EVOMEM_NEO4J_URI).")
+    partitions: str | None = Field(default=None, description="Partition file (JSON or YAML: Neo4j servers and the "
+                                   "user -> server map) for --store partitioned (default: EVOMEM_PARTITIONS).")
     embedder: Literal["minilm", "hash"] | None = Field(default=None, description="Embedder (default minilm).")
     as_json: bool = Field(default=False, description="Print one JSON object on stdout.",
                           json_schema_extra={"flag": "--json"})
 
     def settings(self) -> Settings:
         return Settings.from_env(os.environ, store={"backend": self.store, "path": self.store_path,
-                                                    "neo4j_uri": self.neo4j_uri},
+                                                    "neo4j_uri": self.neo4j_uri,
+                                                    "partitions": self.partitions},
                                  embedder={"kind": self.embedder})
 
 

@@ -77,7 +77,9 @@ class ImportOptions(CommonOptions):
 
 
 class MigrateOptions(CommonOptions):
-    to: str = Field(description="Target store: neo4j://host:port or bolt://… (Neo4j), or embedded:PATH.")
+    to: str = Field(description="Target store: neo4j://host:port or bolt://… (Neo4j), or embedded:PATH; with "
+                    "--store partitioned, a server name of the partition map moves each --user there (export, import, "
+                    "verify byte-identical, update the map, then delete from the source).")
     to_neo4j_user: str | None = Field(default=None, description="Target Neo4j user (default: EVOMEM_NEO4J_USER).")
     to_neo4j_password: str | None = Field(default=None, description="Target Neo4j password (default: "
                                           "EVOMEM_NEO4J_PASSWORD).")
@@ -164,13 +166,40 @@ def target_config(opts: MigrateOptions) -> Any:
         env = os.environ
         return StoreConfig(backend="neo4j", neo4j_uri=to, neo4j_user=opts.to_neo4j_user or env.get("EVOMEM_NEO4J_USER"),
                            neo4j_password=opts.to_neo4j_password or env.get("EVOMEM_NEO4J_PASSWORD"))
-    raise UsageError(f"--to {to!r}: give neo4j://host:port, bolt://host:port or embedded:PATH")
+    raise UsageError(f"--to {to!r}: give neo4j://host:port, bolt://host:port or embedded:PATH (or, with --store "
+                     "partitioned, a server name of the partition map)")
+
+
+def _migrate_partition(opts: MigrateOptions, settings: Any) -> int:
+    """Move users between the servers of a partitioned store (graph/partition.py: migrate_user)."""
+    from graph.partition import migrate_user
+    from memcore.stores import open_store
+
+    if not opts.user:
+        raise UsageError("name the users to move with --user (a move between servers is per user)")
+    store = open_store(settings.store, settings.embedder.dim)
+    report: list[dict[str, Any]] = []
+    try:
+        for u in opts.user:
+            report.append(migrate_user(store, u, opts.to))  # type: ignore[arg-type]
+    finally:
+        store.close()
+    _print(opts, {"to": opts.to, "users": report}, lambda: "\n".join(
+        (f"moved {r['user_id']} from {r['from']} to {r['to']}: verified identical ({r['bytes']} bytes), "
+         f"{r['source_nodes_deleted']} nodes deleted from {r['from']}") if r["moved"] else
+        (f"{r['user_id']} is already on {r['to']}" + (f"; stale copies removed from {sorted(r['stale_copies_removed'])}"
+                                                      if r["stale_copies_removed"] else "")) for r in report))
+    return 0
 
 
 def cmd_migrate(opts: MigrateOptions) -> int:
     from graph.portable import dumps, import_user, loads, read_user
     from memcore.stores import open_store
 
+    settings = opts.settings()
+    part = settings.store.partitions if settings.store.backend == "partitioned" else None
+    if part is not None and opts.to in {s.name for s in part.servers}:
+        return _migrate_partition(opts, settings)
     cfg = target_config(opts)
     src = _open_source(opts)
     try:
@@ -205,7 +234,7 @@ COMMANDS: dict[str, Command] = {
     "export": (ExportOptions, cmd_export, "Write one user's memory to a versioned JSON Lines file."),
     "import": (ImportOptions, cmd_import, "Read an `evomem export` file into the store (one transaction)."),
     "migrate": (MigrateOptions, cmd_migrate, "Copy users to another store (embedded <-> Neo4j), ids and audit "
-                "log kept, verified byte for byte."),
+                "log kept, verified byte for byte; or move users between partitioned Neo4j servers."),
     "facts": (FactsOptions, cmd_facts, "List a user's facts with states: current only unless --include widens it."),
     "profile": (ProfileOptions, cmd_profile, "A user's current facts by concept, counts per validity, latest changes."),
 }

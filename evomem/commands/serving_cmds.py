@@ -178,8 +178,9 @@ def cmd_serve(opts: ServeOptions) -> int:
         return 2
     api = ApiSettings(keys=keys, require_auth=opts.auth, max_body_bytes=opts.max_body_bytes)
     settings = opts.settings()  # EVOMEM_EXTRACTOR=llm + EVOMEM_EXTRACTION_URL: ingest with the LLM extractor
-    if opts.workers > 1 and settings.store.backend != "neo4j":
-        print("evomem serve: --workers above 1 needs the neo4j store (the embedded store is one process's)",
+    if opts.workers > 1 and settings.store.backend not in ("neo4j", "partitioned"):
+        print("evomem serve: --workers above 1 needs the neo4j store (or partitioned Neo4j servers; the embedded "
+              "store is one process's)",
               file=sys.stderr)
         return 2
     run_server(settings, opts.models(), opts.pipeline_config(), api, opts.host, opts.port, opts.log_level,

@@ -11,7 +11,9 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
@@ -26,7 +28,7 @@ from graph.neo4j import queries as Q
 from graph.serialize import (concept_row, edit_row, fact_row, row_concept, row_edit, row_fact, row_relation,
                              row_turn, session_key, turn_key, turn_row)
 from graph.snapshot import ChangeSet, Snapshot
-from graph.store import ConcurrentModification, PurgeSet, StoreError, Subgraph
+from graph.store import ConcurrentModification, PurgeSet, StoreError, Subgraph, UnknownUser
 from graph.vectors import top_k
 
 if TYPE_CHECKING:
@@ -72,6 +74,14 @@ def unpack_embedding(v: bytes | Sequence[float]) -> np.ndarray:
     if isinstance(v, (bytes, bytearray)):
         return np.frombuffer(v, dtype="<f4").astype(np.float32)
     return np.asarray(v, dtype=np.float32)
+
+
+@dataclass(frozen=True)
+class UserHold:
+    """A user's write lock held by ``Neo4jStore.hold_user``; ``purge()`` deletes the user under it."""
+
+    version: int
+    purge: Callable[[], int]
 
 
 class Neo4jStore:
@@ -364,6 +374,31 @@ class Neo4jStore:
         self._emb_cache.pop(user_id, None)
         with self._driver.session(database=self._db) as s:
             return s.execute_write(work)
+
+    @contextmanager
+    def hold_user(self, user_id: str) -> Iterator[UserHold]:
+        """Hold ``user_id``'s write lock until the block ends (graph/partition.py moves a user this way):
+        every commit, purge or replace of this user, from any process, waits meanwhile; reads do not.
+        ``purge()`` deletes the user inside the held transaction, which commits only when the block ends
+        normally: an error, or a killed process (the server rolls back on the lost connection), leaves
+        the user as it was."""
+        with self._driver.session(database=self._db) as s:
+            tx = s.begin_transaction()
+            try:
+                row = tx.run(Q.LOCK_EXISTING_VERSION, u=user_id).single()
+                if row is None:
+                    raise UnknownUser(f"no memories are stored for user {user_id!r}")
+
+                def purge() -> int:
+                    return sum(int(_single(tx.run(Q.PURGE_LABEL.format(label=label), u=user_id))["n"])
+                               for label in Q.NODE_LABELS)
+
+                yield UserHold(int(row["v"]), purge)
+                tx.commit()
+            finally:
+                if not tx.closed():
+                    tx.rollback()
+                self._emb_cache.pop(user_id, None)
 
     def replace_user(self, changes: ChangeSet) -> int:
         u = changes.user_id
