@@ -32,6 +32,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--states", default=None, help="JSONL {instance_id, state}: the learned policy's states.")
     ap.add_argument("--out", required=True, help="Per-row JSONL (appended; rows present are skipped).")
     ap.add_argument("--limit", type=int, default=0, help="At most N rows (0: all).")
+    ap.add_argument("--per-family", type=int, default=0, help="At most N rows per family (0: all), first by id.")
     ap.add_argument("--evidence-budget", type=int, default=None, help="Reader's evidence budget (words).")
     ap.add_argument("--summary-only", action="store_true", help="Only print the summary of --out.")
     ns = ap.parse_args(argv)
@@ -54,6 +55,15 @@ def run(ns: argparse.Namespace, out: Path) -> None:
     torch.set_num_threads(1)
     rows = [TrainingInstance.model_validate_json(x) for f in ns.data for x in Path(f).read_text().splitlines() if x.strip()]
     rows.sort(key=lambda i: (not i.choices, i.instance_id))  # option rows first: they give accuracy
+    if ns.per_family:
+        seen: dict[str, int] = defaultdict(int)
+        keep = []
+        for i in rows:
+            fam = str(i.metadata.get("family", i.category))
+            if seen[fam] < ns.per_family:
+                seen[fam] += 1
+                keep.append(i)
+        rows = keep
     if ns.limit:
         rows = rows[: ns.limit]
     states = {}
