@@ -10,6 +10,11 @@ A request that spans the conversation (a summary, an order of topics) needs many
 words of each: retrieval then sets each long fact's ``brief`` (its most informative words,
 retrieval/seeds/breadth.py) and the compact line writes that instead of the statement.
 
+A request that wants a topic's arc (a summary, an order of events, how something changed:
+``retrieval.seeds.breadth.asks_for_gist``) is written in time order: the units are chosen as for any
+request, best seed first while they fit, and then listed by the date of their seed, so the context
+reads as the story it is asked to tell.
+
 Adaptive depth: with ``min_score_ratio`` the renderer also stops at the first unit whose best fused
 seed score falls below that share of the top seed's score, so an easy request gets a short context.
 
@@ -34,6 +39,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from retrieval.evidence import EvidenceBundle, EvidenceItem
+from retrieval.seeds.breadth import asks_for_gist
 
 
 def whitespace_tokens(text: str) -> int:
@@ -187,6 +193,12 @@ def group_block(items: list[EvidenceItem], alias_of: dict[str, str], with_state:
     return [line(it, alias_of, with_state) for it in items]
 
 
+def _date(item: EvidenceItem) -> str:
+    f = item.fact
+    t = f.observed_at or f.valid_from or f.recorded_at
+    return t.isoformat() if t else ""
+
+
 def render_context(bundle: EvidenceBundle, budget: int | None = None, with_state: bool = True,
                    count_tokens: Callable[[str], int] = whitespace_tokens,
                    style: Literal["compact", "full"] = "compact",
@@ -201,8 +213,11 @@ def render_context(bundle: EvidenceBundle, budget: int | None = None, with_state
     included: list[str] = []
     named: dict[str, None] = {}
     used, dropped = 0, 0
+    chronological = asks_for_gist(bundle.query)
+    when: list[tuple[str, int]] = []  # per unit in ``lines``: its seed's date, and (first line, line count)
+    spans: list[tuple[int, int]] = []
 
-    def add(best: float | None, block: list[str], shown: list[str], names: list[str]) -> bool:
+    def add(best: float | None, block: list[str], shown: list[str], names: list[str], at: str = "") -> bool:
         """Append the unit if it fits; False once the score floor is passed (stop)."""
         nonlocal used, dropped
         if floor is not None and included and best is not None and best < floor:
@@ -211,6 +226,8 @@ def render_context(bundle: EvidenceBundle, budget: int | None = None, with_state
         if budget is not None and used + cost > budget:
             dropped += 1
             return True
+        when.append((at, len(when)))
+        spans.append((len(lines), len(block)))
         lines.extend(block)
         included.extend(shown)
         named.update(dict.fromkeys(names))
@@ -227,7 +244,7 @@ def render_context(bundle: EvidenceBundle, budget: int | None = None, with_state
                 continue  # spelled out as a better seed's counterpart
             spell, name = seed_unit(sd, by_id, set(included), order)
             block = [compact_line(it, alias_of) for it in spell] + ([group_marker(name, alias_of)] if name else [])
-            if not add(sd.score, block, [it.fact.fact_id for it in spell], [it.fact.fact_id for it in name]):
+            if not add(sd.score, block, [it.fact.fact_id for it in spell], [it.fact.fact_id for it in name], _date(sd)):
                 break
     else:
         groups: dict[int, list[EvidenceItem]] = {}
@@ -235,8 +252,11 @@ def render_context(bundle: EvidenceBundle, budget: int | None = None, with_state
             groups.setdefault(it.group, []).append(it)
         for items in groups.values():
             best = max((it.score for it in items if it.score is not None), default=None)
-            if not add(best, group_block(items, alias_of, with_state, style), [it.fact.fact_id for it in items], []):
+            if not add(best, group_block(items, alias_of, with_state, style), [it.fact.fact_id for it in items], [],
+                       min(_date(it) for it in items)):
                 break
+    if chronological:  # the same units, by date (stable: undated first, then as chosen)
+        lines = [ln for _, u in sorted(when) for ln in lines[spans[u][0]:spans[u][0] + spans[u][1]]]
     shown = set(included)
     return RenderedContext(text="\n".join(lines), tokens=used, included=included,
                            referenced=[f for f in named if f not in shown], dropped_groups=dropped)

@@ -36,6 +36,8 @@ def main() -> int:
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--budget", type=int, default=600)
     ap.add_argument("--categories", action="store_true", help="also print complete per category")
+    ap.add_argument("--category-metrics", action="store_true",
+                    help="with --categories: hit / coverage / complete per category instead of complete alone")
     a = ap.parse_args()
     mem, _, eps = open_cached(a.benchmark, a.data, a.store, a.k, a.budget)
     users = set(mem.store.users())
@@ -80,7 +82,10 @@ def main() -> int:
             m = [sum(r[i] for r in agg["all"]) / len(agg["all"]) for i in range(3)]
             print(f"{json.dumps(over)[:60]:60s} {m[0]:.3f}  {m[1]:.3f}  {m[2]:.3f}  {sum(toks) / len(toks):6.1f} "
                   f"{time.time() - t0:4.0f}")
-            if a.categories:
+            if a.categories and a.category_metrics:
+                print("   ", {c: [round(sum(r[i] for r in v) / len(v), 3) for i in range(3)] + [len(v)]
+                              for c, v in sorted(agg.items()) if c != "all"})
+            elif a.categories:
                 print("   ", {c: round(sum(r[2] for r in v) / len(v), 3) for c, v in sorted(agg.items()) if c != "all"})
     finally:
         mem.close()

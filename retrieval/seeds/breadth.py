@@ -68,6 +68,30 @@ def spans_conversation(query: str) -> bool:
     return BROAD.search(query) is not None
 
 
+# A question about how something changed across time ("How has my sleep changed since I moved?", "How did
+# her view of the job shift?"): a change question spans the conversation too, though it names no summary.
+CHANGED = re.compile(
+    r"\bhow (?:has|have|did|do|does) (?:\w+\W+){1,8}?(?:chang\w*|shift\w*|grow\w*|grown|evolv\w*|develop\w*|"
+    r"progress\w*|turn(?:ed)? out|improv\w*|moved on)\b", re.I)
+# The linguistic classes of a request that reads per-concept gist lines (the gist route, retrieval/seeds/rank.py),
+# each with a test sentence from outside every benchmark in tests/test_breadth.py.
+GIST_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("span of the conversation: summary, order, timeline, development", BROAD),
+    ("change across time: how has X changed / grown / evolved", CHANGED))
+
+
+def asks_for_gist(query: str) -> bool:
+    """True when ``query`` wants the arc of a topic (a summary, an order of events, how something
+    changed) rather than one fact: it reads one gist line per concept, in time order.
+
+    >>> asks_for_gist("How has my sourdough baking changed since the spring?")
+    True
+    >>> asks_for_gist("How did you make the sourdough starter?")
+    False
+    """
+    return any(p.search(query) is not None for _, p in GIST_CLASSES)
+
+
 # A request word in a line weighs as much as a rare word: the window should hold what was asked about.
 REQUEST_WORD_BONUS = 3.0
 

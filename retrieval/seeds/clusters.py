@@ -2,8 +2,9 @@
 
 ``leader_kmeans`` picks k from the data: it opens a cluster for a vector farther than ``radius``
 (cosine) from every centre, then refines with a few spherical k-means steps; clusters below
-``min_size`` dissolve into their nearest surviving neighbour. Used by the concept route (facts under
-the clusters a request lands in) and by induction/concepts.py (CREATE / MERGE / SPLIT edits, names).
+``min_size`` dissolve into their nearest surviving neighbour. Used by induction/concepts.py and
+induction/ontology.py (CREATE / MERGE / SPLIT edits, names); the concept route reads the tree they
+build (retrieval/seeds/concepts.py), not clusters of its own.
 Deterministic: the input order decides ties.
 """
 

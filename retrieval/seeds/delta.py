@@ -9,10 +9,10 @@ the ChangeSets, not the user's history: the per-row arrays share append-only buf
 (retrieval/seeds/textindex.py), and what is copied is only the top level of each table.
 
 The ranking is the one a rebuild gives: every route breaks ties by fact id or turn key, never by row
-(retrieval/seeds/rank.py), and BM25 statistics are taken at query time. One thing is refreshed less
-often: the induced concept clusters. A new fact joins the cluster whose centroid is nearest; the
-clusters are induced again from every fact once the user has grown by half since they last were
-(``RECLUSTER_GROWTH``), so that cost is amortised over sessions.
+(retrieval/seeds/rank.py), and BM25 statistics are taken at query time. The concept route reads the
+live tree ingestion stores (retrieval/seeds/concepts.py): only the concepts whose membership a
+ChangeSet touched (CONTAINS added or removed, a MERGE, a SPLIT, a deleted concept) get their rows and
+centroid recomputed.
 
 What ``extensible`` refuses (a deleted fact, a fact whose text, holder or source turns changed, a
 fact created twice) the caller rebuilds from a snapshot.
@@ -29,16 +29,13 @@ from typing import Any
 import numpy as np
 
 from graph.models import Fact, Relation, as_utc
-from retrieval.seeds.clusters import centroids, leader_kmeans
+from retrieval.seeds.concepts import live_concepts
 from retrieval.seeds.model import ConceptPaths, Embed, Memo, Order, RouteIndex, entities_of, fact_time, retrieval_text, turn_recency
 from retrieval.seeds.textindex import Grow
 from graph.rules import EVIDENCE_HOLDERS
 from retrieval.seeds.instruction import standing_instruction
 from graph.snapshot import ChangeSet
 
-# Clusters are induced again from every fact when the user has this many times the facts they were
-# induced from (1.5: after growing by half); in between, a new fact joins its nearest cluster.
-RECLUSTER_GROWTH = 1.5
 StoredTurn = tuple[str, str, str, str, datetime | None, int]  # turn id, role, text, session id, said at, seq
 
 
@@ -87,7 +84,11 @@ def extend_index(base: RouteIndex, changes: Sequence[ChangeSet], token: str, emb
     relations_of = dict(base.relations_of)
     concept_of, concepts, parent = dict(base.concept_of), dict(base.concepts), dict(base.parent)
     said: dict[str, StoredTurn] = {}
+    regrouped: set[str] = set()  # concepts whose direct members changed
     for cs in changes:
+        regrouped.update(c for c, _ in cs.contains_remove)
+        regrouped.update(c for c, _ in cs.contains_add)
+        regrouped.update(cs.concepts_delete)
         for f in cs.facts_create:
             created[f.fact_id] = f
         for f in cs.facts_update:
@@ -192,22 +193,9 @@ def extend_index(base: RouteIndex, changes: Sequence[ChangeSet], token: str, emb
     for k in again:
         recency[k] = turn_recency(turn_ids[k], turn_rows[k], ids, facts, when)
 
-    # -- concepts: nearest cluster, or induced again once the user has grown enough --
-    concept_rows, concept_ids, cmat, clustered = base.concept_rows, base.concept_ids, base.cmat, base.clustered
-    if vecs is not None and fmat is not None:
-        if cmat is None or len(ids) >= RECLUSTER_GROWTH * max(clustered, 1):
-            labels = leader_kmeans(fmat)
-            cmat = centroids(fmat, labels)
-            concept_rows = {}
-            for n, lab in enumerate(labels):
-                concept_rows.setdefault(f"induced:{lab}", []).append(n)
-            concept_ids = sorted(concept_rows, key=lambda c: int(c.split(":")[1]))
-            clustered = len(ids)
-        else:
-            concept_rows = dict(concept_rows)
-            for n, lab in enumerate(np.argmax(vecs @ cmat.T, axis=1).tolist(), start=n0):
-                c = concept_ids[lab]
-                concept_rows[c] = [*concept_rows[c], n]
+    # -- concepts: the live tree's members and centroids, recomputed for the concepts this commit touched --
+    concept_rows, concept_ids, cmat, centres = live_concepts(fmat, concept_of, row, ids,
+                                                             (base.concept_rows, base.concept_centroids), regrouped)
 
     latest = base.latest
     if moved_time:
@@ -229,7 +217,7 @@ def extend_index(base: RouteIndex, changes: Sequence[ChangeSet], token: str, emb
         turn_place=base.turn_place + place, turn_at=turn_at, turn_index=turn_index, turn_key=turn_key,
         turn_said=turn_said, forder=_order(base.forder, new_ids, ids), torder=_order(base.torder, turn_key[t0:], turn_key),
         version=changes[-1].new_version, concepts=concepts, parent=parent, grow=grow,
-        clustered=clustered, _information={})
+        concept_centroids=centres, _information={})
 
 
 def _order(old: Order | None, new: Sequence[Any], every: Sequence[Any]) -> Order:

@@ -29,7 +29,7 @@ from typing import TypeVar
 import numpy as np
 
 from graph.models import Relation, as_utc
-from retrieval.seeds.clusters import centroids, leader_kmeans
+from retrieval.seeds.concepts import live_concepts
 from retrieval.seeds.delta import extend_index, extensible
 from retrieval.seeds.model import Embed, Memo, Order, RouteIndex, TurnKey, turn_recency
 from retrieval.seeds.model import ConceptPaths, fact_time, retrieval_text
@@ -85,20 +85,9 @@ def build_index(snap: Snapshot | None, turns: Sequence[tuple[str, str, str]], to
     memo.keep(set(rtexts) | set(ttexts))  # a purged fact's or turn's text does not outlive it here
     when = [fact_time(facts[i]) for i in ids]
     times = np.asarray([w.timestamp() if w is not None else np.nan for w in when], dtype=np.float64)
-    # Concepts for the concept route: induced from this user's own fact vectors (clusters), so the
-    # route lands in groups the data formed, not in a fixed topic list.
-    concept_rows: dict[str, list[int]] = {}
-    cmat = None
-    if fmat is not None and len(ids):
-        labels = leader_kmeans(fmat)
-        cmat = centroids(fmat, labels)
-        for n, lab in enumerate(labels):
-            concept_rows.setdefault(f"induced:{lab}", []).append(n)
-    else:
-        for f, c in snap.fact_concept.items():
-            if f in row:
-                concept_rows.setdefault(c, []).append(row[f])
-    concept_ids = sorted(concept_rows, key=lambda c: int(c.split(":")[1]) if c.startswith("induced:") else 0)
+    # Concepts for the concept route: the live tree ingestion keeps (retrieval/seeds/concepts.py), each
+    # concept's direct members and their centroid; nothing is induced at read time.
+    concept_rows, concept_ids, cmat, centres = live_concepts(fmat, snap.fact_concept, row, ids)
     obs = [as_utc(f.observed_at).replace(tzinfo=None) for f in facts.values() if f.observed_at]
     relations_of: dict[str, list[Relation]] = {}
     for rel in snap.relations.values():
@@ -126,7 +115,7 @@ def build_index(snap: Snapshot | None, turns: Sequence[tuple[str, str, str]], to
                       turn_index={t[0]: n for n, t in enumerate(turns)}, turn_key=[keys[t[0]] for t in turns],
                       turn_said=[(turn_when or {}).get(t[0], (None, 0))[0] for t in turns],
                       forder=Order(ids), torder=Order([keys[t[0]] for t in turns]),
-                      version=snap.version, concepts=concepts, parent=parent, grow=grow, clustered=len(ids))
+                      version=snap.version, concepts=concepts, parent=parent, grow=grow, concept_centroids=centres)
 
 
 def _turn_key(turn_id: str, turn_when: Mapping[str, tuple[datetime | None, int]] | None,
@@ -269,8 +258,7 @@ class RouteIndexCache:
     def warm(self, store: GraphStore, user_id: str) -> Future[None]:
         """Bring the user's index to the latest version in the background (one worker), so the first
         request after a commit finds it ready: extended by the commit's ChangeSet where the store reported
-        it (retrieval/seeds/delta.py), else rebuilt, which embeds the new texts and re-clusters every fact
-        (about 7 s for the first BEAM request after ingestion on 2 cores, bench/first_request.py). A
+        it (retrieval/seeds/delta.py), else rebuilt, which embeds the new texts (about 7 s for the first BEAM request after ingestion on 2 cores, bench/first_request.py). A
         request that comes during the build waits for it (``get`` builds under a per-user lock and
         re-checks the cache), never builds twice. Builds queued for one user collapse into one, which
         reads the latest version."""

@@ -118,9 +118,9 @@ class RouteIndex:
     turn_rows: list[list[int]]  # per turn_ids entry: rows of the facts that cite it
     entity_rows: dict[str, list[int]]  # entity -> rows of facts mentioning it
     times: np.ndarray  # seconds since epoch per row (nan when unknown)
-    concept_rows: dict[str, list[int]]  # concept id -> rows
+    concept_rows: dict[str, list[int]]  # live concept id -> rows of the facts it directly CONTAINS
     concept_ids: list[str]
-    cmat: np.ndarray | None  # normalised concept centroids, one row per concept_ids entry
+    cmat: np.ndarray | None  # normalised concept centroids, one row per concept_ids entry (concepts with >= 2 members)
     latest: datetime | None  # latest session date: "last week" is resolved against it
     row: dict[str, int] = field(default_factory=dict)
     # The snapshot's relations and concept placement, so traversal and state derivation read the same
@@ -147,12 +147,13 @@ class RouteIndex:
     forder: Order | None = None
     torder: Order | None = None
     # What retrieval/seeds/delta.py extends: the snapshot version this index is at, the concept tree, the
-    # shared append-only buffers behind fmat/tmat/times, and how many rows the clusters were induced from.
+    # shared append-only buffers behind fmat/tmat/times, and each live concept's centroid (concept_ids'
+    # rows of cmat; retrieval/seeds/concepts.py).
     version: int = -1
     concepts: dict[str, Concept] = field(default_factory=dict)
     parent: dict[str, str] = field(default_factory=dict)
     grow: dict[str, Grow] = field(default_factory=dict)
-    clustered: int = 0
+    concept_centroids: dict[str, np.ndarray] = field(default_factory=dict)
     # Per row, computed on first use (only a config with ``min_information`` reads it): see information.
     _information: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 

@@ -6,7 +6,11 @@ that turn's rank). ``allowed`` (a boolean row mask, or None) hides facts outside
 - fact_bm25: BM25 over the same text.
 - turn_dense / turn_bm25: rank the stored turns, then hand each turn's rank to the facts citing it
   (a question phrased like the conversation finds the turn even when the fact reworded it).
-- concept: the concepts whose centroid is nearest the request, their facts by cosine.
+- concept: the live concepts (the tree ingestion keeps, retrieval/seeds/concepts.py) whose centroid is
+  nearest the request, their best members by cosine.
+- gist: only for a request that wants a topic's arc (a summary, an order of events, how something
+  changed: ``retrieval.seeds.breadth.asks_for_gist``): one line per concept near the request, each
+  concept's best member first, round by round, so the seeds span the topics instead of repeating one.
 - entity (not in the defaults, see ROUTES): facts naming the people, places and things the request
   names (rarer names weigh more).
 - time: facts dated inside the window the request names ("in May 2023", "last week" against the
@@ -29,19 +33,20 @@ from typing import Literal
 
 import numpy as np
 
+from retrieval.seeds.breadth import asks_for_gist
 from retrieval.seeds.context import Referent, context_hits, resolve
 from retrieval.seeds.index import RouteIndex, entities_of
 from retrieval.seeds.model import Order
 from retrieval.seeds.timeq import time_window
 
-RouteName = Literal["fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "entity", "time", "context",
-                    "instruction", "neighbour"]
+RouteName = Literal["fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "gist", "entity", "time",
+                    "context", "instruction", "neighbour"]
 # The default routes. "entity" stays selectable (RetrievalConfig.routes) but is off: left out in the
 # same run it changed LoCoMo complete by 0.001 and BEAM by 0.000 (docs/results/retrieval-routes.md),
 # and a route that contributes nothing on any benchmark does not ship. To add a route: its name in
 # RouteName and here, and a RouteContext method of that name (it may call into its own module).
-ROUTES: tuple[RouteName, ...] = ("fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "time", "context",
-                                 "instruction", "neighbour")
+ROUTES: tuple[RouteName, ...] = ("fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "gist", "time",
+                                 "context", "instruction", "neighbour")
 # Routes that start from the first pass's fused seeds, so they run after it (retrieval/retrieve.py: route_seeds).
 SECOND_PASS: frozenset[str] = frozenset({"neighbour"})
 # Fusion weight of a route when RetrievalConfig.route_weights does not name it (1.0 otherwise). The
@@ -50,6 +55,9 @@ SECOND_PASS: frozenset[str] = frozenset({"neighbour"})
 # answer on its topic but rarely shares the request's words, so its route counts double: at 1.0 BEAM
 # instruction-following gained one question, at 2.0 four, at 3.0 four (docs/results/retrieval-routes.md).
 DEFAULT_ROUTE_WEIGHTS: dict[str, float] = {"context": 6.0, "instruction": 2.0}
+# Concepts the gist route reads one line from per round (a summary names a handful of topics; BEAM's
+# summaries cite 10-70 turns).
+GIST_CONCEPTS = 12
 # Standing instructions handed on per request (RetrievalConfig.instruction_limit's default).
 INSTRUCTION_LIMIT = 5
 Hit = tuple[str, float, int]
@@ -176,6 +184,30 @@ class RouteContext:
         cs = _top(self.idx.cmat @ self.qv, top_concepts)
         rows = np.unique(np.concatenate([np.asarray(self.idx.concept_rows[self.idx.concept_ids[c]], dtype=int) for c in cs]))
         return self._by_cosine(rows)
+
+    def gist(self, concepts: int = GIST_CONCEPTS) -> list[Hit]:
+        """For a request that wants a topic's arc: the ``concepts`` live concepts nearest the request,
+        and round by round each one's next best member (nearest the request plus nearest its concept's
+        centroid: on topic and typical of the concept), so rank r*c+i is concept i's r-th line."""
+        if self.qv is None or self.idx.cmat is None or self.fsims is None or not asks_for_gist(self.query):
+            return []
+        idx, fs, cmat = self.idx, self.fsims, self.idx.cmat
+        near = _top(cmat @ self.qv, concepts)
+        lines: list[list[int]] = []
+        for c in near:
+            rows = self._ok(idx.concept_rows[idx.concept_ids[c]])
+            if not len(rows):
+                continue
+            key = fs[rows] + idx.fmat[rows] @ cmat[c] if idx.fmat is not None else fs[rows]
+            lines.append([int(r) for r in rows[np.lexsort((idx.forder.values[rows] if idx.forder else rows, -key))]])
+        out: list[Hit] = []
+        for depth in range(max((len(x) for x in lines), default=0)):
+            for x in lines:
+                if depth < len(x):
+                    out.append((idx.ids[x[depth]], float(fs[x[depth]]), len(out) + 1))
+            if len(out) >= self.n:
+                break
+        return out[: self.n]
 
     def entity(self) -> list[Hit]:
         n = max(len(self.idx.ids), 1)
