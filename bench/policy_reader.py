@@ -33,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", required=True, help="Per-row JSONL (appended; rows present are skipped).")
     ap.add_argument("--limit", type=int, default=0, help="At most N rows (0: all).")
     ap.add_argument("--per-family", type=int, default=0, help="At most N rows per family (0: all), first by id.")
+    ap.add_argument("--conditions", default="none,evidence,rule,learned",
+                    help="Comma list of the conditions to run (learned needs --states).")
     ap.add_argument("--evidence-budget", type=int, default=None, help="Reader's evidence budget (words).")
     ap.add_argument("--summary-only", action="store_true", help="Only print the summary of --out.")
     ns = ap.parse_args(argv)
@@ -80,9 +82,11 @@ def run(ns: argparse.Namespace, out: Path) -> None:
         if inst.instance_id in done:
             continue
         bundle = inst.bundle()
-        conds: dict[str, object] = {"none": "none", "evidence": "evidence",
-                                    "rule": fit_state(rule.state(inst.request, bundle))}
-        if inst.instance_id in states:
+        wanted = set(ns.conditions.split(","))
+        conds: dict[str, object] = {k: k for k in ("none", "evidence") if k in wanted}
+        if "rule" in wanted:
+            conds["rule"] = fit_state(rule.state(inst.request, bundle))
+        if inst.instance_id in states and "learned" in wanted:
             conds["learned"] = fit_state(parse_state(states[inst.instance_id], inst.aliases))
         rec: dict[str, object] = {"instance_id": inst.instance_id, "family": inst.metadata.get("family", inst.category),
                                   "choices": bool(inst.choices)}

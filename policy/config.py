@@ -31,6 +31,10 @@ class LoraSettings(BaseModel):
     dropout: float = Field(default=0.0, ge=0, lt=1, description="LoRA dropout.")
     target_modules: list[str] | Literal["all-linear"] = Field(
         default="all-linear", description="Modules to adapt; all-linear excludes lm_head, which vLLM LoRA needs.")
+    init_adapter: str | None = Field(
+        default=None, description="Continue this saved LoRA adapter (a folder, e.g. policy/artefact/smollm2-read-v1) "
+        "instead of a fresh one: GRPO's warm start is then that adapter (warmup.steps must be 0; r, alpha and "
+        "layers come from the adapter's own config).")
     top_layers: int | None = Field(
         default=None, ge=1, description="Adapt only the last N transformer blocks (None: all). Backward then stops "
         "at the lowest adapted block: with 12 of SmolLM2-135M's 30 blocks a CPU step costs ~half.")
@@ -236,6 +240,9 @@ class TrainConfig(BaseModel):
                                                        and self.warmup.targets == "answer-key"):
             raise ValueError("warmup.sampling=balanced draws per-fact examples by state signature: it needs a "
                              "per-fact data.prompt (policy_fact_v1) and warmup.targets=answer-key")
+        if self.lora.init_adapter and (self.warmup.steps or not self.lora.enabled or self.model.source == "tiny"):
+            raise ValueError("lora.init_adapter continues a saved adapter on a pretrained base: it needs lora.enabled, "
+                             "warmup.steps 0 and model.source gguf/hf/checkpoint")
         if self.model.source == "tiny" and self.warmup.steps == 0 and self.max_steps > 10:
             raise ValueError("a from-scratch tiny model needs warmup.steps > 0 to learn the format before GRPO")
         return self

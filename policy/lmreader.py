@@ -4,7 +4,9 @@ The usual way to evaluate a small model on multiple choice: the prompt is the an
 messages (``policy.answer_prompts``: request, options, the rendered evidence and, when there is one, the
 Reasoning State *with its RULE lines*), the assistant turn is each option's text, and the option with the
 highest mean log-probability per token wins. The prompt prefix is run once and its KV cache reused for
-every option, so a two-option row costs one prompt forward plus two short continuations.
+every option, so a two-option row costs one prompt forward plus two short continuations; the prompt's head
+(everything before the state block) is cached across calls, so the G candidate states of one instance cost
+one head forward plus G short tails.
 
 Conditions (``Condition``): ``none`` — no memory at all (the request and options only); ``evidence`` — the
 rendered evidence without a state; a state passed in — evidence + that state. The evidence is rendered under
@@ -35,6 +37,7 @@ from training_data.base import TrainingInstance
 
 EVIDENCE_BUDGET = 160  # whitespace tokens of rendered evidence the reader sees (best units first)
 OPEN_ANSWER_TOKENS = 40
+HEAD_CACHE = 8  # prompt heads (request + options + evidence) whose KV cache the reader keeps
 Condition = Literal["none", "evidence"]
 
 
@@ -55,6 +58,7 @@ class LMReader:
         self.evidence_budget = evidence_budget
         self.name = f"{name}:{load_answer_prompt(prompt).version}:ev{evidence_budget}"
         self.eos = tokenizer.eos_token or ""
+        self._heads: dict[str, tuple[Any, int]] = {}
 
     @classmethod
     def smollm2(cls, **kw: Any) -> LMReader:
@@ -90,30 +94,69 @@ class LMReader:
 
         return torch.tensor([self.tokenizer(text, add_special_tokens=False).input_ids])
 
-    def continuation_logprobs(self, prefix: str, continuations: Sequence[str]) -> list[float]:
-        """Mean log-probability per token of each continuation after ``prefix`` (prefix run once, KV reused)."""
+    def continuation_logprobs(self, prefix: str, continuations: Sequence[str], head: str = "") -> list[float]:
+        """Mean log-probability per token of each continuation after ``prefix`` (prefix run once, KV reused).
+
+        ``head``, a leading part of ``prefix`` (the prompt up to the state block), is run once per distinct
+        text and its KV cache kept (``HEAD_CACHE`` of them): the candidate states of one instance, and the
+        no-state / rule / learned conditions, then cost only their own tail. Head and tail are tokenized
+        apart, always at the same place, so the scores do not depend on what is cached."""
         import torch
 
-        pre = self._ids(prefix)
+        if head and not prefix.startswith(head):
+            raise ValueError("head must be a leading part of prefix")
         with torch.no_grad():
-            out = self.model(pre, use_cache=True)
-            first = torch.log_softmax(out.logits[0, -1].float(), -1)
-            cache, n = out.past_key_values, pre.shape[1]
-            res = []
-            for c in continuations:
-                ids = self._ids(c + self.eos)
-                lp = [float(first[ids[0, 0]])]
-                if ids.shape[1] > 1:
-                    o = self.model(ids, past_key_values=cache, use_cache=True)
-                    logp = torch.log_softmax(o.logits[0, :-1].float(), -1)
-                    lp += logp.gather(1, ids[0, 1:, None])[:, 0].tolist()
-                    cache.crop(-ids.shape[1])  # back to the prefix for the next continuation
-                res.append(sum(lp) / len(lp))
+            cache, n_head = self._head(head) if head else (None, 0)
+            try:
+                pre = self._ids(prefix[len(head):])
+                out = self.model(pre, past_key_values=cache, use_cache=True)
+                first = torch.log_softmax(out.logits[0, -1].float(), -1)
+                cache = out.past_key_values
+                res = []
+                for c in continuations:
+                    ids = self._ids(c + self.eos)
+                    lp = [float(first[ids[0, 0]])]
+                    if ids.shape[1] > 1:
+                        o = self.model(ids, past_key_values=cache, use_cache=True)
+                        logp = torch.log_softmax(o.logits[0, :-1].float(), -1)
+                        lp += logp.gather(1, ids[0, 1:, None])[:, 0].tolist()
+                        cache.crop(-ids.shape[1])  # back to the prefix for the next continuation
+                    res.append(sum(lp) / len(lp))
+            finally:
+                if head and cache is not None and cache.get_seq_length() > n_head:
+                    cache.crop(n_head - cache.get_seq_length())  # the kept head cache stays the head's
         return res
+
+    def _head(self, head: str) -> tuple[Any, int]:
+        """The KV cache of ``head`` (computed once; the last ``HEAD_CACHE`` heads are kept)."""
+        if head in self._heads:
+            self._heads[head] = self._heads.pop(head)  # most recently used last
+            return self._heads[head]
+        ids = self._ids(head)
+        out = self.model(ids, use_cache=True)
+        self._heads[head] = (out.past_key_values, ids.shape[1])
+        while len(self._heads) > HEAD_CACHE:
+            self._heads.pop(next(iter(self._heads)))
+        return self._heads[head]
+
+    @staticmethod
+    def split_head(text: str) -> str:
+        """The prompt up to its state block (or up to the instruction when there is none): the part shared by
+        every condition that shows the same evidence.
+
+        >>> LMReader.split_head("Memories:\nF1 x\nReasoning State:\nF1: use\nAnswer the request. Go")
+        'Memories:\nF1 x\n'
+        """
+        end = text.rfind("Answer the request.")
+        if end < 0:
+            return ""
+        st = text.rfind("Reasoning State:\n", 0, end)
+        return text[: st if st >= 0 else end]
 
     def option_logprobs(self, request: str, bundle: EvidenceBundle, choices: Sequence[str],
                         state: ReasoningState | Condition) -> list[float]:
-        return self.continuation_logprobs(self.prompt_text(request, bundle, choices, state), list(choices))
+        text = self.prompt_text(request, bundle, choices, state)
+        return self.continuation_logprobs(text, list(choices), self.split_head(text))
 
     def graded(self, instance: TrainingInstance, state: ReasoningState | Condition) -> float:
         """P(reference option) over the options, or exp(mean log-prob of the reference) on open rows (0..1)."""
@@ -121,8 +164,8 @@ class LMReader:
         if instance.choices:
             lps = self.option_logprobs(instance.request, bundle, instance.choices, state)
             return self.graded_choice(lps, instance.choices, instance.reference_answer)
-        lp = self.continuation_logprobs(self.prompt_text(instance.request, bundle, None, state),
-                                        [instance.reference_answer])[0]
+        text = self.prompt_text(instance.request, bundle, None, state)
+        lp = self.continuation_logprobs(text, [instance.reference_answer], self.split_head(text))[0]
         return math.exp(lp)
 
     @staticmethod

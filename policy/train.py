@@ -344,6 +344,11 @@ def build_policy_model(cfg: TrainConfig, data: Sequence[tuple[TrainingInstance, 
     elif cfg.model.source == "gguf":
         default = cfg.model.name_or_path is None and cfg.model.gguf_file is None
         pretrained_base = str((smollm2_hf_dir() if default else Path(cfg.model.name_or_path or smollm2_dir())).resolve())
+    if cfg.lora.init_adapter and pretrained_base:  # the warm start is a saved adapter: GRPO continues it
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(model, cfg.lora.init_adapter, is_trainable=True)
+        return model, tok, pretrained_base
     if cfg.warmup.steps == 0 and pretrained_base:
         return model, tok, pretrained_base
     if pretrained_base and cfg.lora.enabled and cfg.warmup.steps:
@@ -502,7 +507,8 @@ def prepare(cfg: TrainConfig, *, extra_baselines: dict[str, dict[str, float]] | 
     train_set, heldout = load_instances(cfg)
     answer, judge = build_answer_model(cfg)
     baseline = BaselineCache(out / "baseline_scores.jsonl")
-    baseline.precompute(answer, train_set + heldout, judge)
+    if not cfg.reward.graded or cfg.data.filter_solved:  # graded rewards fill their own baseline on first use
+        baseline.precompute(answer, train_set + heldout, judge)
     if cfg.data.filter_solved:
         train_set = filter_solved(train_set, answer, baseline, judge)
     # (instance, its first policy prompt): a per-fact warm-up expands the instances itself (lora_warmup)

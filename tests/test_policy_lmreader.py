@@ -71,6 +71,14 @@ def test_lm_reader_reads_rules_and_its_kv_reuse_equals_a_full_forward() -> None:
         logp = torch.log_softmax(logits[len(pre) - 1:-1], -1).gather(1, torch.tensor(ids)[:, None])[:, 0]
         assert abs(float(logp.mean()) - lp) < 1e-3
     assert 0.0 < reader.graded_choice(lps, choices, choices[0]) < 1.0
+    # the cached head (request + options + evidence, before the state block): same scores, twice in a row
+    head = reader.split_head(prompt)
+    assert head and prompt.startswith(head) and "Reasoning State:" not in head and "[F2]" in head
+    for _ in range(2):
+        assert [round(x, 3) for x in reader.continuation_logprobs(prompt, choices, head)] == [round(x, 3) for x in lps]
+    bare = reader.prompt_text("Suggest a vacation for me", bundle, choices, "evidence")
+    assert reader.split_head(bare) == head  # no state: the same head, so conditions share its cache
+    assert len(reader._heads) == 1
 
 
 def test_graded_reward_uses_the_answer_models_graded_score_and_caches_the_no_state_term() -> None:
