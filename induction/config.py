@@ -77,8 +77,16 @@ class RuleAdjudicatorConfig(_Cfg):
 class RelationModelConfig(_Cfg):
     """The learned relation model's use at ingest (induction/relations/); training is configs/relations-*.yaml."""
 
+    kind: Literal["logistic", "cross"] = Field(default="logistic", description="logistic: the numpy classifier over "
+                                               "structural pair features (artefact relations-v1); cross: the MiniLM "
+                                               "cross-encoder that reads both statements together "
+                                               "(induction/relations/cross.py, artefact relations-cross-v1).")
     artefact_dir: str | None = Field(default=None, description="Folder of the artefact (None = the one shipped in the package).")
-    artefact_name: str = Field(default="relations-v1", description="Artefact file stem (<name>.npz + <name>.json).")
+    artefact_name: str | None = Field(default=None, description="Artefact file stem (<name>.npz + <name>.json); None = "
+                                      "the kind's shipped one (relations-v1 / relations-cross-v1).")
+    cue_gates: bool = Field(default=True, description="The reading cues (change evidence, questions and instructions "
+                            "hold no state, contrast, corrections) veto the model's labels; off: they are only the "
+                            "model's input features and graph.rules alone disposes (the cross kind's setting).")
     supersede_threshold: float = Field(default=0.5, ge=0.0, le=1.0, description="P(supersedes) at/above which a later "
                                        "fact of the same holder replaces a candidate partner.")
     conflict_threshold: float = Field(default=0.5, ge=0.0, le=1.0, description="P(conflicts_with) at/above which a conflict "
@@ -164,6 +172,8 @@ class LivingConceptsConfig(_Cfg):
     split_gain: float = Field(default=0.03, ge=0, description="Cohesion gain (mean cosine to own centroid) a split "
                               "into two halves must bring.")
     split_child_min: int = Field(default=5, ge=2, description="Facts each half of a split needs.")
+    rename_top: int = Field(default=3, ge=0, description="A concept whose members changed is named again when no "
+                            "term of its name is among its members' this many most characteristic terms (0: never).")
 
 
 class LLMCallConfig(_Cfg):

