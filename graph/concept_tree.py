@@ -13,7 +13,7 @@ from html import escape
 from graph.models import Edit
 from graph.snapshot import Snapshot
 
-_CONCEPT_OPS = ("CREATE", "MERGE", "SPLIT")
+_CONCEPT_OPS = ("CREATE", "MERGE", "SPLIT", "RENAME")
 
 
 @dataclass
@@ -62,7 +62,7 @@ def tree_depth(tree: list[ConceptNode]) -> int:
 
 
 def concept_edits(snap: Snapshot, last: int | None = None) -> list[Edit]:
-    """The CREATE / MERGE / SPLIT edits in the log, oldest first (``last``: only the newest n)."""
+    """The CREATE / MERGE / SPLIT / RENAME edits in the log, oldest first (``last``: only the newest n)."""
     out = sorted((e for e in snap.edits.values() if e.op in _CONCEPT_OPS), key=lambda e: e.seq)
     return out[-last:] if last else out
 
@@ -81,6 +81,8 @@ def describe_edit(snap: Snapshot, e: Edit) -> str:
         body = f"CREATE {nm(p.get('concept_id'))} under {nm(p.get('parent_id'))}"
     elif e.op == "MERGE":
         body = f"MERGE {nm(p.get('source_id'))} into {nm(p.get('target_id'))} ({len(p.get('moved_facts', []))} facts)"
+    elif e.op == "RENAME":
+        body = f"RENAME {p.get('previous_name')!r} to {p.get('name')!r}"
     else:
         moves = p.get("moves", {})
         kids = ", ".join(f"{nm(c)} ({sum(1 for v in moves.values() if v == c)})" for c in p.get("children", []))

@@ -1,4 +1,4 @@
-"""Ontology edits: CREATE / MERGE / SPLIT concept, ATTACH fact, SUPERSEDE, CONFLICT, RESOLVE, RETRACT.
+"""Ontology edits: CREATE / MERGE / SPLIT / RENAME concept, ATTACH fact, SUPERSEDE, CONFLICT, RESOLVE, RETRACT.
 
 ``apply_batch`` applies a batch to a copy of the user's snapshot, checks every rule, and returns the
 ChangeSet to commit; any violation raises ``EditRejected`` naming the rule and the offending ids,
@@ -62,6 +62,15 @@ class SplitConcept(_Op):
     children: tuple[SplitChild, ...] = Field(min_length=1)
 
 
+class RenameConcept(_Op):
+    """A live concept's new name and description (the previous ones stay in the edit's payload for undo)."""
+
+    op: Literal["RENAME"] = "RENAME"
+    concept_id: str
+    name: str = Field(min_length=1)
+    description: str = ""
+
+
 class AttachFact(_Op):
     op: Literal["ATTACH"] = "ATTACH"
     fact: Fact
@@ -97,7 +106,7 @@ class Retract(_Op):
 
 
 OntologyEdit = Annotated[
-    CreateConcept | MergeConcepts | SplitConcept | AttachFact | Supersede | Conflict | Resolve | Retract,
+    CreateConcept | MergeConcepts | SplitConcept | RenameConcept | AttachFact | Supersede | Conflict | Resolve | Retract,
     Field(discriminator="op"),
 ]
 
@@ -123,6 +132,8 @@ def named_ids(e: BaseModel) -> list[str]:
         return [e.concept_id, *(c.concept_id for c in e.children), *(f for c in e.children for f in c.fact_ids)]
     if isinstance(e, AttachFact):
         return [e.fact.fact_id, e.concept_id]
+    if isinstance(e, RenameConcept):
+        return [e.concept_id]
     if isinstance(e, Supersede):
         return [e.new_fact_id, e.old_fact_id]
     if isinstance(e, (Conflict, Resolve)):
@@ -228,6 +239,11 @@ def _apply_one(s: Snapshot, e: BaseModel, i: int, at: datetime) -> dict[str, Any
             s.parent[ch.concept_id] = e.concept_id
         s.fact_concept.update(moves)
         return {"concept_id": e.concept_id, "children": [c.concept_id for c in e.children], "moves": moves}
+    if isinstance(e, RenameConcept):
+        was = _live_concept(s, e.concept_id, i)
+        s.concepts[e.concept_id] = was.model_copy(update={"name": e.name, "description": e.description})
+        return {"concept_id": e.concept_id, "name": e.name, "description": e.description,
+                "previous_name": was.name, "previous_description": was.description}
     if isinstance(e, AttachFact):
         fact = e.fact
         if fact.user_id != s.user_id:
@@ -392,6 +408,10 @@ def undo(snapshot: Snapshot, edit_id: str, now: datetime | None = None) -> tuple
         for c in p["children"]:
             del s.concepts[c]
             s.parent.pop(c, None)
+    elif e.op == "RENAME":
+        cid = p["concept_id"]
+        s.concepts[cid] = s.concepts[cid].model_copy(update={"name": p["previous_name"],
+                                                            "description": p["previous_description"]})
     elif e.op == "ATTACH":
         fid = p["fact_id"]
         s.facts.pop(fid, None)

@@ -132,7 +132,7 @@ class Relation(_Model):
         return (self.type, self.src, self.dst)
 
 
-EditOp = Literal["CREATE", "MERGE", "SPLIT", "ATTACH", "SUPERSEDE", "CONFLICT", "RESOLVE", "RETRACT", "UNDO"]
+EditOp = Literal["CREATE", "MERGE", "SPLIT", "RENAME", "ATTACH", "SUPERSEDE", "CONFLICT", "RESOLVE", "RETRACT", "UNDO"]
 
 
 class Edit(_Model):

@@ -17,18 +17,24 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import lru_cache
+
+import numpy as np
 
 from induction.offline import STOP
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*[A-Za-z]|[A-Za-z]")
 _SPEAKER = re.compile(r"^[^:\n]{1,40}:\s*")
 _ANNOT = re.compile(r"\[[^\]]*\]|\([^)]*\d{4}[^)]*\)")  # "[image: …]" captions' brackets, "(2023-05-07)" dates
+# The frame of an image caption (LoCoMo's turns say "shared an image: a photo of a dog on a couch"): the
+# depiction words name the medium, not the subject; the subject after "of" stays.
+_CAPTION = re.compile(r"\bshared an? (?:image|photo|picture|pic)\b\s*:?|\b(?:a|an|the|this|my)\s+(?:close[- ]up\s+)?"
+                      r"(?:photo(?:graph|graphy)?|picture|image|pic|snapshot|screenshot|selfie)\s+(?:of|with)\b", re.I)
 PRONOUNS = frozenset("i me my mine myself you your yours yourself we us our ours ourselves he him his himself she her "
                      "hers herself it its itself they them their theirs themselves one someone somebody anyone anybody "
                      "everyone everybody everything anything nothing something each other whom whose who".split())
-FUNCTION = frozenset("a an the and or but nor if then than so as at by for from in into of off on onto out over to up "
+FUNCTION = frozenset("a an the and or but nor plus if then than so as at by for from in into of off on onto out over to up "
                      "upon with within without about above after again against along among around before behind below "
                      "beneath beside besides between beyond down during except inside near since through throughout "
                      "till toward towards under until via while yet not no yes also just only even still very too really "
@@ -102,7 +108,23 @@ MOOD = frozenset("joy joyful happiness fun love loved lovely loving glad feel fe
                  "image photo picture pic pics shared share caption hear sounds sound wow yeah".split())
 
 
-_ADJ = frozenset("safe sweet different top aww blue red green white black pink yellow purple orange brown gray grey "
+# Relational nouns that head a partitive or locative frame ("a group of", "a bunch of", "in front of",
+# "in the background"): they say how much or where, never what.
+PARTITIVE = frozenset("group groups bunch bunches pair pairs piece pieces lot lots number variety set sets "
+                      "front back top bottom side sides middle background foreground corner edge center centre "
+                      "inside outside surface row rows pile stack handful plenty".split())
+# Generic human nouns (who, in general): a caption's "a man and a woman", "people" — no topic.
+PERSON = frozenset("man men woman women person persons people guy guys lady ladies gentleman individual "
+                   "individuals folks someone somebody".split())
+# Nouns that live in fixed discourse formulas ("make a difference", "your words mean a lot", "loved ones",
+# "at the end of the day", "the key is"): the formula says nothing about the topic.
+FORMULA = frozenset("difference words word ones deal point fact matter end luck chance reason example question "
+                    "key anything everything nothing idea ideas favorites favorite fave faves tough forward".split())
+# Time-of-day and calendar-span nouns: when something happened, not what.
+WHEN = frozenset("night nights morning mornings evening evenings afternoon afternoons weekend weekends hour hours "
+                 "minute minutes while date dates".split())
+
+_ADJ = frozenset("electric thrilled determined precious safe sweet different top aww blue red green white black pink yellow purple orange brown gray grey "
                  "powerful passionate vital free open close full empty strong weak warm cool cold hot dark bright "
                  "deep high low main major minor simple complex important personal public private social local "
                  "various several certain possible difficult calm quiet peaceful busy crazy wild lovely".split())
@@ -126,10 +148,12 @@ def adjective(w: str) -> bool:
 
 
 def _head_noun(w: str) -> bool:
-    """Can end a name: not an adjective, a verb's -ing form ("overlooking") or a verb's -izes form."""
+    """Can end a name: not an adjective, a common verb's -ing form ("feeling", "looking") or a verb's -izes
+    form. The -ing form of a verb outside the common list is read as a gerund naming an activity
+    ("knitting", "bouldering")."""
     if adjective(w) or w.endswith(("izes", "ises", "ize", "ise")):
         return False
-    return not w.endswith("ing") or w in _NOUN_FORMS
+    return not w.endswith("ing") or w in _NOUN_FORMS or (w not in VERBS and len(w) > 6)
 
 
 def _never_names(holders: Iterable[str]) -> frozenset[str]:
@@ -142,41 +166,66 @@ def _is_name(w: str, names: frozenset[str]) -> bool:
                for n in names)
 
 
+_CLOSED = PARTITIVE | PERSON | FORMULA | WHEN
+
+
 def _ok(w: str, names: frozenset[str], proper: frozenset[str]) -> bool:
-    if len(w) < 3 or "'" in w or w in STOP or w in PRONOUNS or w in FUNCTION or w in MOOD or w in proper:
+    return w not in proper and _common_ok(w) and not _is_name(w, names)
+
+
+@lru_cache(maxsize=200_000)
+def _common_ok(w: str) -> bool:
+    """The user-independent part of ``_ok``: a word of a class that can name a topic."""
+    if len(w) < 3 or "'" in w or w in STOP or w in PRONOUNS or w in FUNCTION or w in MOOD or w in _CLOSED:
         return False
     if w in VERBS and w not in _NOUN_FORMS:
         return False
     if w.endswith("ly") and len(w) > 5:  # adverbs
         return False
-    if w.endswith("ed") and not w.endswith("eed") and len(w) > 4:  # past forms and participles ("improved")
-        return False
-    return not _is_name(w, names)
+    return not (w.endswith("ed") and not w.endswith("eed") and len(w) > 4)  # past forms, participles ("improved")
+
+
+class ProperCounts:
+    """How often each word is written capitalised mid-sentence, lower-case, or only sentence-first, over a
+    changing set of texts (``add`` / ``remove``); ``words()`` are the proper nouns (see ``proper_nouns``)."""
+
+    def __init__(self, texts: Iterable[str] = ()):
+        self.cap, self.low, self.first = Counter[str](), Counter[str](), Counter[str]()
+        for t in texts:
+            self.add(t)
+
+    def _update(self, text: str, sign: int) -> None:
+        for sent in re.split(r"(?<=[.!?])\s+", _SPEAKER.sub("", text)):
+            for i, w in enumerate(_WORD.findall(sent)):
+                if w == "I":
+                    continue
+                if i == 0:  # a sentence's first word is capitalised anyway: it counts only for a never-lowercase word
+                    self.first[w.lower()] += sign
+                    continue
+                (self.cap if w[0].isupper() else self.low)[w.lower()] += sign
+
+    def add(self, text: str) -> None:
+        self._update(text, 1)
+
+    def remove(self, text: str) -> None:
+        self._update(text, -1)
+
+    def words(self) -> frozenset[str]:
+        cap, low, first = self.cap, self.low, self.first
+        return frozenset(w for w in set(cap) | set(first) if (cap[w] >= 2 and cap[w] >= 3 * low[w])
+                         or (cap[w] + first[w] >= 2 and cap[w] >= 1 and low[w] <= 0))
 
 
 def proper_nouns(texts: Iterable[str]) -> frozenset[str]:
     """Words written capitalised in the middle of a sentence most of the time: names of people and pets
     ("Oliver", "Luna"). They tell one story apart, not what a group of facts is about."""
-    cap: Counter[str] = Counter()
-    low: Counter[str] = Counter()
-    first: Counter[str] = Counter()
-    for t in texts:
-        for sent in re.split(r"(?<=[.!?])\s+", _SPEAKER.sub("", t)):
-            for i, w in enumerate(_WORD.findall(sent)):
-                if w == "I":
-                    continue
-                if i == 0:  # a sentence's first word is capitalised anyway: it counts only for a never-lowercase word
-                    first[w.lower()] += 1
-                    continue
-                (cap if w[0].isupper() else low)[w.lower()] += 1
-    return frozenset(w for w in set(cap) | set(first)
-                     if (cap[w] >= 2 and cap[w] >= 3 * low[w]) or (cap[w] + first[w] >= 2 and cap[w] >= 1 and low[w] == 0))
+    return ProperCounts(texts).words()
 
 
 @lru_cache(maxsize=100_000)
 def _chunks(text: str) -> tuple[tuple[str, ...], ...]:
-    """The text's words, lower-cased, per clause (punctuation cuts a phrase)."""
-    t = _ANNOT.sub(" ", _SPEAKER.sub("", text))
+    """The text's words, lower-cased, per clause (punctuation and a caption's frame cut a phrase)."""
+    t = _CAPTION.sub(",", _ANNOT.sub(" ", _SPEAKER.sub("", text)))
     out = []
     for chunk in re.split(r"[,.;:!?()\"]+", t.lower()):
         words = [w.strip("'-") for w in _WORD.findall(chunk)]
@@ -196,46 +245,91 @@ def terms(text: str, names: frozenset[str], proper: frozenset[str],
     return out
 
 
-class Namer:
-    """Names for many groups of one user's facts: each text's terms are read once, the corpus counts once."""
+@lru_cache(maxsize=100_000)
+def _common_terms(text: str) -> frozenset[str]:
+    """``terms`` with the user-independent filter only: the user's names and proper nouns are taken out
+    later (a term is dropped when one of its words is one), which gives the same terms."""
+    return frozenset(terms(text, frozenset(), frozenset(), _common_ok))
 
-    def __init__(self, holders: Iterable[str], proper: frozenset[str]):
+
+Embed = Callable[[Sequence[str]], np.ndarray]
+
+
+class Namer:
+    """Names for many groups of one user's facts: each text's terms are read once, the corpus counts once.
+
+    ``embed`` (optional: the fact embedder): the best lexical candidates are re-ranked by how close each
+    term's vector lies to the members' centroid (the ``centroid`` passed to ``name``), so the name says
+    what the members share rather than what one of them says often."""
+
+    def __init__(self, holders: Iterable[str], proper: frozenset[str], embed: Embed | None = None):
         self.names, self.proper = _never_names(holders), proper
+        self.embed = embed
         self._terms: dict[str, frozenset[str]] = {}
         self._ok: dict[str, bool] = {}
+        self._vec: dict[str, np.ndarray] = {}
+
+    def update(self, holders: Iterable[str], proper: frozenset[str]) -> None:
+        """New speakers or proper nouns (more facts): the per-text term sets are read again as needed."""
+        names = self.names | _never_names(holders)
+        if names != self.names or proper != self.proper:
+            self.names, self.proper = names, proper
+            self._terms, self._ok = {}, {}
 
     def ok(self, w: str) -> bool:
         got = self._ok.get(w)
         if got is None:
-            got = self._ok[w] = _ok(w, self.names, self.proper)
+            got = self._ok[w] = w not in self.proper and not _is_name(w, self.names)
         return got
 
     def terms_of(self, text: str) -> frozenset[str]:
         got = self._terms.get(text)
         if got is None:
-            got = self._terms[text] = frozenset(terms(text, self.names, self.proper, self.ok))
+            got = self._terms[text] = frozenset(t for t in _common_terms(text) if all(self.ok(w) for w in t.split()))
         return got
 
-    def counts(self, texts: Iterable[str]) -> tuple[Counter[str], int]:
-        """Document frequency of each term over ``texts``, and how many texts."""
+    @staticmethod
+    def counts(texts: Iterable[str]) -> tuple[Counter[str], int]:
+        """Document frequency of each candidate term over ``texts`` (before the user's names are taken out:
+        a term that passes them has the same count), and how many texts."""
         n, total = 0, Counter[str]()
         for t in texts:
-            total.update(self.terms_of(t))
+            total.update(_common_terms(t))
             n += 1
         return total, n
 
-    def scored(self, members: Sequence[str], corpus: tuple[Counter[str], int]) -> list[tuple[str, float]]:
+    def scored(self, members: Sequence[str], corpus: tuple[Mapping[str, int], int]) -> list[tuple[str, float]]:
         """Candidate terms of ``members`` with their log-odds × count against ``corpus``, best first."""
-        inside, _ = self.counts(members)
+        inside = Counter[str]()
+        for t in members:
+            inside.update(self.terms_of(t))
         total, c = corpus
         m, c = max(len(members), 1), max(c, 1)
         need = 2 if m >= 3 else 1  # a word one member says once tells nothing about the group
-        score = {w: k * math.log(((k + 0.5) / (m + 1)) / ((max(total[w], k) + 0.5) / (c + 1)))
+        score = {w: k * math.log(((k + 0.5) / (m + 1)) / ((max(total.get(w, 0), k) + 0.5) / (c + 1)))
                  for w, k in inside.items() if k >= need}
         return sorted(((w, s) for w, s in score.items() if s > 0), key=lambda kv: (-kv[1], kv[0]))
 
-    def name(self, members: Sequence[str], corpus: tuple[Counter[str], int]) -> str:
-        return _phrase([(w, s) for w, s in self.scored(members, corpus) if _head_noun(w.split()[-1])])
+    def vectors(self, words: Sequence[str]) -> np.ndarray:
+        assert self.embed is not None
+        miss = [w for w in words if w not in self._vec]
+        if miss:
+            self._vec.update(zip(miss, np.asarray(self.embed(miss), dtype=np.float32)))
+        return np.stack([self._vec[w] for w in words])
+
+    def name(self, members: Sequence[str], corpus: tuple[Mapping[str, int], int], centroid: np.ndarray | None = None) -> str:
+        ranked = [(w, s) for w, s in self.scored(members, corpus) if _head_noun(w.split()[-1])]
+        if self.embed is None or centroid is None or len(ranked) < 2:
+            return _phrase(ranked)
+        top = ranked[:_RERANK]
+        sims = self.vectors([w for w, _ in top]) @ centroid
+        best = top[0][1]
+        # closeness to the members' centre, weighted by the square root of the lexical share
+        again = [(w, float(sim) * math.sqrt(s / best)) for (w, s), sim in zip(top, sims)]
+        return _phrase(sorted(again, key=lambda kv: (-kv[1], kv[0])))
+
+
+_RERANK = 8
 
 
 def scored_terms(members: Sequence[str], corpus: Sequence[str], holders: Iterable[str] = (),
@@ -246,17 +340,22 @@ def scored_terms(members: Sequence[str], corpus: Sequence[str], holders: Iterabl
 
 
 def concept_name(members: Sequence[str], corpus: Sequence[str], holders: Iterable[str] = (),
-                 proper: frozenset[str] | None = None) -> str:
+                 proper: frozenset[str] | None = None, embed: Embed | None = None) -> str:
     """A short noun phrase for the members: the best phrase when a two-word term scores near the best
     single word, else the two best single words joined by "and"; "" when nothing is characteristic.
+    With ``embed``, the candidates are re-ranked by closeness to the members' centroid.
 
     >>> concept_name(["I adopted a dog from the shelter", "the dog loves the shelter walks", "dog training is hard"],
     ...              ["work was busy", "my boss called", "I adopted a dog from the shelter",
     ...               "the dog loves the shelter walks", "dog training is hard"])
     'dog and shelter'
     """
-    namer = Namer(holders, proper_nouns(corpus) if proper is None else proper)
-    return namer.name(members, namer.counts(corpus))
+    namer = Namer(holders, proper_nouns(corpus) if proper is None else proper, embed)
+    centroid = None
+    if embed is not None and members:
+        v = np.asarray(embed([_SPEAKER.sub("", m) for m in members]), dtype=np.float32).mean(axis=0)
+        centroid = v / (np.linalg.norm(v) + 1e-12)
+    return namer.name(members, namer.counts(corpus), centroid)
 
 
 def _phrase(ranked: list[tuple[str, float]]) -> str:
@@ -286,4 +385,5 @@ def concept_description(name: str, members: Sequence[str], central: str | None =
     return line
 
 
-__all__ = ["MOOD", "PRONOUNS", "VERBS", "Namer", "concept_description", "concept_name", "proper_nouns", "scored_terms", "terms"]
+__all__ = ["FORMULA", "MOOD", "PARTITIVE", "PERSON", "PRONOUNS", "VERBS", "WHEN", "Embed", "Namer", "ProperCounts",
+           "concept_description", "concept_name", "proper_nouns", "scored_terms", "terms"]

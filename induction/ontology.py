@@ -19,20 +19,17 @@ change; a fact always has one concept (MERGE and SPLIT move facts, never drop th
 
 from __future__ import annotations
 
-import re
-from collections import Counter
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 import numpy as np
 
-from graph.edits import AttachFact, CreateConcept, MergeConcepts, OntologyEdit, SplitChild, SplitConcept
+from graph.edits import AttachFact, CreateConcept, MergeConcepts, OntologyEdit, RenameConcept, SplitChild, SplitConcept
 from graph.snapshot import Snapshot
+from induction.concept_state import INDUCED, ConceptStateCache, Stored, base_state, session_state
+from induction.concept_state import State as _State
 from induction.concepts import ConceptInductionConfig, leader_kmeans, split_halves
 from induction.config import LivingConceptsConfig
-from induction.naming import Namer, concept_description, proper_nouns
-
-INDUCED = "/~"
+from induction.naming import Embed
 
 
 def anchor_of(concept_id: str) -> str:
@@ -42,98 +39,6 @@ def anchor_of(concept_id: str) -> str:
     'u::c::caroline/health'
     """
     return concept_id.split(INDUCED, 1)[0]
-
-
-def _unit(v: np.ndarray) -> np.ndarray:
-    out: np.ndarray = v / (np.linalg.norm(v, axis=-1, keepdims=True) + 1e-12)
-    return out
-
-
-def _slug(name: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:40].strip("-") or "topic"
-
-
-@dataclass
-class _State:
-    snap: Snapshot
-    vec: dict[str, np.ndarray]
-    text: dict[str, str]
-    holder: dict[str, str]
-    parent: dict[str, str]
-    live: set[str]
-    home: dict[str, str]
-    taken: set[str]
-    namer: Namer
-    created_now: set[str] = field(default_factory=set)
-    split_from: dict[str, str] = field(default_factory=dict)  # a SPLIT's child -> the split concept
-    _inv: dict[str, set[str]] | None = None
-    _all: tuple[Counter[str], int] | None = None
-
-    def members(self, cid: str) -> list[str]:
-        if self._inv is None:
-            self._inv = {}
-            for f, c in self.home.items():
-                if f in self.vec:
-                    self._inv.setdefault(c, set()).add(f)
-        return sorted(self._inv.get(cid, ()))
-
-    def move(self, f: str, cid: str) -> None:
-        old = self.home.get(f)
-        self.home[f] = cid
-        if self._inv is not None and f in self.vec:
-            if old is not None:
-                self._inv.get(old, set()).discard(f)
-            self._inv.setdefault(cid, set()).add(f)
-
-    def centroid(self, fids: Sequence[str]) -> np.ndarray:
-        return _unit(np.mean(np.stack([self.vec[f] for f in fids]), axis=0))
-
-    def new_id(self, under: str, name: str) -> str:
-        base = f"{under}{INDUCED}{_slug(name)}"
-        cid, k = base, 2
-        while cid in self.taken:
-            cid, k = f"{base}-{k}", k + 1
-        self.taken.add(cid)
-        return cid
-
-    def name(self, fids: Sequence[str], within: Sequence[str] = ()) -> tuple[str, str]:
-        """Name and description; ``within``: the facts to tell them apart from (a split's parent), else all."""
-        texts = [self.text[f] for f in fids]
-        if within:
-            corpus = self.namer.counts(self.text[f] for f in within)
-        else:
-            if self._all is None:
-                self._all = self.namer.counts(self.text.values())
-            corpus = self._all
-        name = self.namer.name(texts, corpus)
-        c = self.centroid([f for f in fids if f in self.vec]) if any(f in self.vec for f in fids) else None
-        central = max(fids, key=lambda f: float(self.vec[f] @ c)) if c is not None else None
-        return name, concept_description(name, fids, self.text.get(central or ""), sorted({self.holder[f] for f in fids}))
-
-
-def _state(snap: Snapshot, edits: Sequence[OntologyEdit], stored: Mapping[str, Sequence[float]]) -> _State:
-    ids = [f for f in stored if f in snap.facts and snap.facts[f].retracted_at is None]
-    mat = _unit(np.asarray([stored[f] for f in ids], dtype=np.float32)) if ids else None
-    vec = {f: mat[i] for i, f in enumerate(ids)} if mat is not None else {}
-    text = {f: x.statement for f, x in snap.facts.items() if x.retracted_at is None}
-    holder = {f: x.holder for f, x in snap.facts.items()}
-    parent = dict(snap.parent)
-    live = {c for c, v in snap.concepts.items() if v.retired_at is None}
-    for e in edits:
-        if isinstance(e, CreateConcept):
-            parent[e.concept_id] = e.parent_id or snap.root_id
-            live.add(e.concept_id)
-        elif isinstance(e, AttachFact):
-            text[e.fact.fact_id], holder[e.fact.fact_id] = e.fact.statement, e.fact.holder
-            if e.embedding is not None:
-                vec[e.fact.fact_id] = _unit(np.asarray(e.embedding, dtype=np.float32))
-    st = _State(snap, vec, text, holder, parent, live, dict(snap.fact_concept), set(snap.concepts) | set(parent),
-                Namer(holder.values(), proper_nouns(text.values())))
-    for logged in snap.edits.values():
-        if logged.op == "SPLIT" and logged.undone_at is None:
-            p = logged.payload
-            st.split_from.update({str(c): str(p.get("concept_id")) for c in p.get("children", [])})
-    return st
 
 
 def _leaves_under(st: _State, anchor: str) -> list[str]:
@@ -238,24 +143,57 @@ def _splits(st: _State, cfg: LivingConceptsConfig, icfg: ConceptInductionConfig,
     return out
 
 
-def living_edits(snap: Snapshot, edits: Sequence[OntologyEdit], stored: Mapping[str, Sequence[float]],
-                 cfg: LivingConceptsConfig) -> list[OntologyEdit]:
+def _renames(st: _State, cfg: LivingConceptsConfig, touched: set[str], skip: set[str]) -> list[RenameConcept]:
+    """Concepts whose members changed this session and whose name is no longer among their members'
+    ``rename_top`` characteristic terms: named again from the members they have now."""
+    out: list[RenameConcept] = []
+    if cfg.rename_top <= 0:
+        return out
+    for c in sorted(touched):
+        if c in skip or c in st.created_now or c not in st.live or INDUCED not in c:
+            continue
+        fids = st.members(c)
+        if len(fids) < cfg.min_cluster:
+            continue
+        old = st.snap.concepts[c].name if c in st.snap.concepts else ""
+        top = {w for w, _ in st.ranked(fids)[: cfg.rename_top]}
+        if old and any(t in top for t in old.split(" and ")):
+            continue  # the name still says what the members share
+        name, desc = st.name(fids)
+        if name and name != old:
+            out.append(RenameConcept(concept_id=c, name=name, description=desc))
+    return out
+
+
+def living_edits(snap: Snapshot, edits: Sequence[OntologyEdit], stored: Stored, cfg: LivingConceptsConfig,
+                 embed: Embed | None = None, cache: ConceptStateCache | None = None) -> list[OntologyEdit]:
     """``edits`` (one session's, from ``to_edits``) with each new fact sent to its induced concept, the
-    CREATE edits for new clusters before the ATTACHes, and the session's MERGE and SPLIT edits last.
-    ``stored``: the user's stored fact vectors (``GraphStore.embeddings``)."""
+    CREATE edits for new clusters before the ATTACHes, and the session's MERGE, SPLIT and RENAME edits last.
+
+    ``stored``: the user's stored fact vectors (``GraphStore.embeddings``), or a function that reads them
+    (called only when ``cache`` does not hold the user's state at ``snap.version``); ``embed``: the fact
+    embedder, which lets names be chosen by closeness to the members' centre (``induction.naming``);
+    ``cache``: the user's state kept between sessions (the caller advances it after the commit)."""
     icfg = ConceptInductionConfig(radius=cfg.radius, min_cluster=cfg.split_child_min, split_min=cfg.split_min,
                                   split_gain=cfg.split_gain)
-    st = _state(snap, edits, stored)
+    if cache is not None:
+        base = cache.get(snap, stored, embed)
+    else:
+        base = base_state(snap, stored() if callable(stored) else stored, embed)
+    st = session_state(base, snap, edits)
     attaches = [e for e in edits if isinstance(e, AttachFact)]
     target, creates = _place(st, attaches, cfg, icfg)
     for f, c in target.items():
         st.move(f, c)
     merges = _merges(st, cfg)
-    splits = _splits(st, cfg, icfg, {m.target_id for m in merges} | {m.source_id for m in merges})
+    merged = {m.target_id for m in merges} | {m.source_id for m in merges}
+    splits = _splits(st, cfg, icfg, merged)
+    touched = set(target.values()) | {m.target_id for m in merges}
+    renames = _renames(st, cfg, touched, {s.concept_id for s in splits})
     head = [e for e in edits if isinstance(e, (CreateConcept, MergeConcepts, SplitConcept))]
     rest = [e for e in edits if not isinstance(e, (CreateConcept, MergeConcepts, SplitConcept, AttachFact))]
     moved = [a.model_copy(update={"concept_id": target[a.fact.fact_id]}) for a in attaches]
-    return [*head, *creates, *moved, *rest, *merges, *splits]
+    return [*head, *creates, *moved, *rest, *merges, *splits, *renames]
 
 
-__all__ = ["INDUCED", "anchor_of", "living_edits"]
+__all__ = ["INDUCED", "ConceptStateCache", "anchor_of", "living_edits"]

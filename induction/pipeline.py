@@ -35,7 +35,7 @@ from induction.adjudication.rules import RuleAdjudicator
 from induction.config import IngestConfig
 from induction.branch import OntologyBranch, build_branch
 from induction.extract import ExtractionError, ExtractionResult, Extractor, RejectedItem
-from induction.ontology import living_edits
+from induction.ontology import ConceptStateCache, living_edits
 from induction.redact import redact_session
 from induction.resolve import resolve
 from induction.session import Session
@@ -97,8 +97,8 @@ class Ingestor:
         self.config = config or IngestConfig()
         self.rules = RuleAdjudicator(self.config.rules)
         self.adjudicator = adjudicator or self.rules
-        # Per user: (version of this ingestor's last commit, fact vectors then) for concept placement.
-        self._vectors: dict[str, tuple[int, Mapping[str, Sequence[float]]]] = {}
+        # Per user: the concept step's state at this ingestor's last commit (induction/concept_state.py).
+        self.concept_state = ConceptStateCache()
         # Test seam: called with the step name just before it runs (fault injection, tracing).
         self.hook: Callable[[str], None] = lambda step: None
 
@@ -160,7 +160,8 @@ class Ingestor:
             edits, kind_rejected = check_kinds(snap, edits)
             if cfg.concepts.enabled:
                 t6 = time.perf_counter()
-                edits = living_edits(snap, edits, self._stored_vectors(snap), cfg.concepts)
+                edits = living_edits(snap, edits, lambda: self._stored_vectors(snap), cfg.concepts,
+                                     self.memory.embedder.embed, self.concept_state)
                 t["concepts"] = _ms(t6)
             batch = EditBatch(user_id=session.user_id, session_id=session.session_id, session_hash=digest,
                               turns=turns, edits=edits)
@@ -180,7 +181,7 @@ class Ingestor:
                 raise
             t["commit"] = _ms(t5)
             if cfg.concepts.enabled:
-                self._keep_vectors(snap, new_snap, batch)
+                self.concept_state.advance(snap, new_snap, batch)
             t["total"] = _ms(t0)
             return self._report(session, digest, extraction, res, adj, cs, batch, new_snap,
                                 ev_rejected + kind_rejected + val_rejected, calls + adj.llm_calls, n, t)
@@ -192,21 +193,8 @@ class Ingestor:
                               f"gave up after {cfg.commit_retries} attempts") from None
 
     def _stored_vectors(self, snap: Snapshot) -> Mapping[str, Sequence[float]]:
-        """The user's fact vectors for concept placement: kept from this ingestor's own last commit when
-        nobody wrote since (same version), else read from the store."""
-        kept = self._vectors.get(snap.user_id)
-        if kept is not None and kept[0] == snap.version:
-            return kept[1]
+        """The user's fact vectors, read when the concept step's state for ``snap`` is not kept."""
         return self.memory.store.embeddings(snap.user_id) if snap.facts else {}
-
-    def _keep_vectors(self, before: Snapshot, after: Snapshot, batch: EditBatch) -> None:
-        vecs: dict[str, Any] = dict(self._stored_vectors(before))
-        vecs.update({e.fact.fact_id: np.asarray(e.embedding, dtype=np.float32) for e in batch.edits
-                     if isinstance(e, AttachFact) and e.embedding is not None})
-        self._vectors.pop(after.user_id, None)
-        while len(self._vectors) >= 8:  # a few recent users only (a 10k-fact user holds ~15 MB)
-            self._vectors.pop(next(iter(self._vectors)))
-        self._vectors[after.user_id] = (after.version, vecs)
 
     def _seen(self, snap: Snapshot, session: Session, digest: str, raw_digest: str | None = None) -> bool:
         prev = snap.sessions.get(session.session_id)

@@ -96,6 +96,8 @@ def describe_edit(e: Edit, snap: Snapshot) -> tuple[str, list[str]]:
         return f"merged concept {name(p.get('source_id'))} into {name(p.get('target_id'))}", list(p.get("moved_facts", []))
     if e.op == "SPLIT":
         return f"split concept {name(p.get('concept_id'))} into {len(p.get('children', []))}", list(p.get("moves", {}))
+    if e.op == "RENAME":
+        return f"renamed concept {p.get('previous_name')!r} to {p.get('name')!r}", []
     if e.op == "UNDO":
         return f"undid a {p.get('op')} edit", []
     return e.op.lower(), []

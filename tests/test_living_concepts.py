@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from graph.concept_tree import live_tree, render_svg, render_text, tree_depth
-from graph.edits import AttachFact, CreateConcept, EditBatch, MergeConcepts, OntologyEdit, SplitConcept, apply_batch
+from graph.edits import (AttachFact, CreateConcept, EditBatch, MergeConcepts, OntologyEdit, RenameConcept, SplitConcept,
+                         apply_batch)
 from graph.models import Fact
 from graph.snapshot import Snapshot
 from induction.config import IngestConfig, LivingConceptsConfig
@@ -135,6 +136,20 @@ def test_undo_of_a_merge_and_of_a_split_restores_the_snapshot_exactly(mem: Memor
     assert len(live_tree(after)[0].walk()) > len(live_tree(before)[0].walk())
     split_id = max(after.edits.values(), key=lambda e: e.seq).edit_id
     mem.undo(U, split_id)
+    assert _tree_of(mem.store.load_snapshot(U)) == _tree_of(before)
+
+
+def test_undo_of_a_rename_restores_the_name_exactly(mem: Memory) -> None:
+    base: list[OntologyEdit] = [CreateConcept(concept_id=ANCHOR, name="pets")]
+    base += [_attach(f"d{i}", t, _vec(0, i)) for i, t in enumerate(DOG[:3])]
+    base += [_attach(f"c{i}", t, _vec(5, i)) for i, t in enumerate(CAT[:3])]
+    before = _commit(mem, living_edits(Snapshot(user_id=U), base, {}, CFG), "s1")
+    dog = next(c for c in before.concepts if INDUCED in c and "dog" in before.concepts[c].name)
+    after = _commit(mem, [RenameConcept(concept_id=dog, name="dog walks", description="4 facts about dog walks")], "s2")
+    assert after.concepts[dog].name == "dog walks" and _tree_of(after) != _tree_of(before)
+    logged = max(after.edits.values(), key=lambda e: e.seq)
+    assert logged.op == "RENAME" and logged.payload["previous_name"] == before.concepts[dog].name
+    mem.undo(U, logged.edit_id)
     assert _tree_of(mem.store.load_snapshot(U)) == _tree_of(before)
 
 

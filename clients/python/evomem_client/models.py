@@ -48,7 +48,7 @@ class Edit(_Wire):
     user_id: str
     seq: int
     session_id: str | None = None
-    op: Literal['CREATE', 'MERGE', 'SPLIT', 'ATTACH', 'SUPERSEDE', 'CONFLICT', 'RESOLVE', 'RETRACT', 'UNDO']
+    op: Literal['CREATE', 'MERGE', 'SPLIT', 'RENAME', 'ATTACH', 'SUPERSEDE', 'CONFLICT', 'RESOLVE', 'RETRACT', 'UNDO']
     at: datetime
     payload: dict[str, Any] | None = None
     undone_at: datetime | None = None
