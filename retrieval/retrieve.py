@@ -18,6 +18,7 @@ import heapq
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -28,7 +29,7 @@ from retrieval.evidence import EvidenceItem as EvidenceItem
 from retrieval.evidence import Explain as Explain
 from retrieval.evidence import SeedHit as SeedHit
 from graph.models import Fact, Relation, RelationalState, utcnow
-from retrieval.seeds.breadth import draws_on_assistant, informative_window, spans_conversation
+from retrieval.seeds.breadth import asks_for_gist, draws_on_assistant, informative_window, spans_conversation
 from retrieval.seeds.index import InformationMeasure, RouteIndex
 from retrieval.seeds.rank import DEFAULT_ROUTE_WEIGHTS, INSTRUCTION_LIMIT, ROUTES, SECOND_PASS, RouteContext, RouteName
 from graph.rules import derive_state
@@ -95,6 +96,10 @@ class RetrievalConfig(BaseModel):
         "breadth.py), each fact longer than this is written in the compact context as its most informative "
         "window of this many words, so the many turns such a request needs fit its budget (0 = off). BEAM "
         "at 600 tokens: coverage 0.739 -> 0.757, answer-token recall 0.671 -> 0.659; LoCoMo: 2 of 883 match."))
+    routes_off_for: dict[Literal["gist", "narrow"], tuple[RouteName, ...]] = Field(default_factory=dict, description=(
+        "Routes left out for one kind of request, told apart by its wording: 'gist' for a request that "
+        "wants a topic's arc (retrieval/seeds/breadth.py: asks_for_gist), 'narrow' for any other. A route "
+        "is kept for the kinds of request where leaving it out costs (docs/results/concept-route.md)."))
     session_redundancy: float = Field(default=1.0, gt=0, le=1, description=(
         "Fused-score factor per better-ranked seed from the same session (1 = off): evidence that spans "
         "sessions (multi-hop questions) is not crowded out by one session's near-duplicates."))
@@ -104,11 +109,16 @@ class RetrievalConfig(BaseModel):
         return self.holder_weights.get(holder or "user", 1.0)
 
     def for_request(self, query: str) -> RetrievalConfig:
-        """This configuration as it applies to ``query``: a request that draws on the assistant's words
-        (``draws_on_assistant``) takes ``broad_holder_weights``."""
+        """This configuration as it applies to ``query``: without the routes ``routes_off_for`` leaves out
+        for its kind; a request that draws on the assistant's words (``draws_on_assistant``) takes
+        ``broad_holder_weights``."""
+        cfg = self
+        off = self.routes_off_for.get("gist" if asks_for_gist(query) else "narrow", ()) if self.routes_off_for else ()
+        if set(off) & set(self.routes):
+            cfg = cfg.model_copy(update={"routes": tuple(r for r in self.routes if r not in off)})
         if not self.broad_holder_weights or not draws_on_assistant(query):
-            return self
-        return self.model_copy(update={"holder_weights": self.holder_weights | self.broad_holder_weights})
+            return cfg
+        return cfg.model_copy(update={"holder_weights": self.holder_weights | self.broad_holder_weights})
 
 
 def diversify(order: list[str], score: dict[str, float], k: int, turns_of: Mapping[str, Sequence[str]],

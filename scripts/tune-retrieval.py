@@ -36,11 +36,12 @@ def main() -> int:
     ap.add_argument("--k", type=int, default=50)
     ap.add_argument("--budget", type=int, default=600)
     ap.add_argument("--categories", action="store_true", help="also print complete per category")
+    ap.add_argument("--users", nargs="*", help="only these users' questions (e.g. the conversations a partly filled store holds whole)")
     ap.add_argument("--category-metrics", action="store_true",
                     help="with --categories: hit / coverage / complete per category instead of complete alone")
     a = ap.parse_args()
     mem, _, eps = open_cached(a.benchmark, a.data, a.store, a.k, a.budget)
-    users = set(mem.store.users())
+    users = set(mem.store.users()) & set(a.users or mem.store.users())
     gold: dict[str, list[str]] = {}
     qs = []
     for ep in eps:

@@ -106,3 +106,12 @@ def test_a_gist_request_is_written_in_time_order(tmp_path: Path) -> None:
 def test_gist_classes(query: str, expected: bool) -> None:
     assert asks_for_gist(query) is expected
     assert len(GIST_CLASSES) == 2
+
+
+def test_routes_can_be_left_out_per_kind_of_request() -> None:
+    cfg = RetrievalConfig(routes_off_for={"narrow": ("concept",), "gist": ("time",)})
+    narrow = cfg.for_request("Which food do I buy for the dog?")
+    gist = cfg.for_request("How has the dog's diet changed since spring?")
+    assert "concept" not in narrow.routes and "time" in narrow.routes and "gist" in narrow.routes
+    assert "concept" in gist.routes and "time" not in gist.routes
+    assert RetrievalConfig().for_request("Which food do I buy for the dog?").routes == ROUTES
