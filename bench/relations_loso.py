@@ -232,7 +232,9 @@ class Scorer:
         mem, ing = self._ingestor(overrides)
         tot: dict[str, dict[str, float]] = {m: dict.fromkeys(KEYS, 0.0) for m in ("ordered", "nearest_item")}
         ptl_n, n, errors, leaks = 0, 0, 0, []
-        for row in (r for r in self.rows if r.id in ids):
+        # rows in a fixed hashed order: a run stopped early has scored a random sample, and each row prints a line
+        todo = sorted((r for r in self.rows if r.id in ids), key=lambda r: hashlib.sha256(r.id.encode()).hexdigest())
+        for row in todo:
             try:
                 res = score_one(mem, ing, row, self.rcfg, self.labels, ("ordered", "nearest_item"))[0]
             except Exception as e:  # noqa: BLE001 - a row that fails to ingest is counted, not fatal
@@ -246,6 +248,9 @@ class Scorer:
                     tot[m][k] += float(bool(getattr(r, k)))
             if res["ordered"].outdated_leak:
                 leaks.append(row.id)
+            print(f"  ROW {row.id} " + " ".join(f"{m}:" + ",".join(f"{k}={int(bool(getattr(r, k)))}" for k in KEYS)
+                                                 + (f",ptl_row={int(r.partial_turn_leak is not None)}")
+                                                 for m, r in res.items()), flush=True)
         mem.close()
         fig = {m: {k: round(v / max(1, ptl_n if k == "partial_turn_leak" else n), 3) for k, v in t.items()}
                for m, t in tot.items()}
@@ -272,6 +277,38 @@ def pooled(parts: list[dict[str, Any]]) -> dict[str, Any]:
     for m in ("ordered", "nearest_item"):
         out[m] = {k: round(sum(p["sums"][m][k] for p in parts) / max(1, ptl if k == "partial_turn_leak" else n), 3)
                   for k in KEYS}
+    return out
+
+
+def pair_level(cfg: Any, d: dict[str, np.ndarray], index: dict[str, int], block: tuple[int, int], off: set[str],
+               sources: Sequence[str]) -> dict[str, Any]:
+    """Cheap leave-one-source-out (no ingestion, structural kind): each variant trained without ``block`` and one
+    source, scored pair by pair on the block's MemSyco pairs (supersedes / conflicts_with F1); the no-MemSyco
+    variant also on every MemSyco pair."""
+    from induction.relations.model import fit, scores
+    from training_data.relations_train import _cols, _params, row_weights
+
+    src = np.array([str(s).split("/", 1)[0] for s in d["source"]])
+    inb = (src == "memsyco") & np.array([block[0] <= index.get(str(g), -1) < block[1] for g in d["group"]])
+    sw = row_weights(d["source"], cfg.source_weights)
+    out: dict[str, Any] = {"block": list(block), "pairs": int(inb.sum())}
+    print(f"\npair level, MemSyco pairs of rows {block[0]}-{block[1] - 1} ({int(inb.sum())} pairs):\n"
+          "| trained without | pairs trained | supersedes F1 | conflicts_with F1 | macro F1 |\n|---|---|---|---|---|")
+    for name in ["(nothing)", *sorted(set(sources) - {"memsyco"}), "memsyco"]:
+        drop = set() if name == "(nothing)" else {name}
+        mask = train_mask(cfg, d, off | drop, block, index)
+        m = fit(_cols(d["X"][mask], cfg.model), d["y"][mask], _params(cfg.model, cfg.seed, d["X"].shape[1]),
+                sample_weight=None if sw is None else sw[mask])
+        r = scores(d["y"][inb], m.predict_proba(_cols(d["X"][inb], cfg.model)).argmax(1))
+        out[name] = r
+        print(f"| {name} | {int(mask.sum())} | {r['supersedes/f1']} | {r['conflicts_with/f1']} | {r['macro_f1']} |",
+              flush=True)
+        if name == "memsyco":
+            allm = src == "memsyco"
+            ra = scores(d["y"][allm], m.predict_proba(_cols(d["X"][allm], cfg.model)).argmax(1))
+            out["memsyco_all_pairs"] = ra
+            print(f"| memsyco, scored on all {int(allm.sum())} MemSyco pairs | {int(mask.sum())} | "
+                  f"{ra['supersedes/f1']} | {ra['conflicts_with/f1']} | {ra['macro_f1']} |", flush=True)
     return out
 
 
@@ -303,7 +340,7 @@ def main() -> None:
     ap.add_argument("--ingest", nargs="*", default=[], metavar="KEY=JSON", help="More IngestConfig.relations settings "
                     "for every variant, e.g. cue_gates=false.")
     ap.add_argument("--sources", nargs="*", default=list(SOURCES), choices=SOURCES, help="Sources of the full model.")
-    ap.add_argument("--mode", nargs="*", default=["cv", "no-memsyco", "loso"], choices=["cv", "no-memsyco", "loso"])
+    ap.add_argument("--mode", nargs="*", default=["cv", "no-memsyco", "loso"], choices=["cv", "no-memsyco", "loso", "pairs"])
     ap.add_argument("--blocks", default=json.dumps(DEFAULT_BLOCKS), help="CV folds: JSON list of [a, b) row blocks.")
     ap.add_argument("--loso-block", type=int, default=1, help="Index in --blocks of the block LOSO scores on (the "
                     "all-source row is that fold's cv model; scored here only with --mode cv).")
@@ -397,6 +434,8 @@ def main() -> None:
             report["cv"] = {"pooled": cv, "folds": folds}
             table.append(line(f"k-fold CV, all sources ({len(blocks)} blocks)", cv))
             print("\n".join(check("cv", cv)), flush=True)
+    if "pairs" in a.mode:
+        report["pairs"] = pair_level(cfg, d, index, blocks[a.loso_block], off, a.loso_sources or a.sources)
     if "no-memsyco" in a.mode:
         over = variant("no-memsyco", {"memsyco"}, None)
         r = {}
