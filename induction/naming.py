@@ -318,18 +318,30 @@ class Namer:
         return np.stack([self._vec[w] for w in words])
 
     def name(self, members: Sequence[str], corpus: tuple[Mapping[str, int], int], centroid: np.ndarray | None = None) -> str:
+        """The members' name (see ``concept_name``); "small talk" when no term is shared by a third of the
+        members and most members hold no content term at all (phatic talk: thanks, praise, greetings);
+        "" when nothing is shared and the members are not mostly talk."""
         ranked = [(w, s) for w, s in self.scored(members, corpus) if _head_noun(w.split()[-1])]
-        if self.embed is None or centroid is None or len(ranked) < 2:
-            return _phrase(ranked)
-        top = ranked[:_RERANK]
-        sims = self.vectors([w for w, _ in top]) @ centroid
-        best = top[0][1]
-        # closeness to the members' centre, weighted by the square root of the lexical share
-        again = [(w, float(sim) * math.sqrt(s / best)) for (w, s), sim in zip(top, sims)]
-        return _phrase(sorted(again, key=lambda kv: (-kv[1], kv[0])))
+        if self.embed is not None and centroid is not None and len(ranked) >= 2:
+            top = ranked[:_RERANK]
+            sims = self.vectors([w for w, _ in top]) @ centroid
+            best = top[0][1]
+            # closeness to the members' centre, weighted by the square root of the lexical share
+            ranked = sorted(((w, float(sim) * math.sqrt(s / best)) for (w, s), sim in zip(top, sims)),
+                            key=lambda kv: (-kv[1], kv[0]))
+        name = _phrase(ranked)
+        held = [self.terms_of(t) for t in members]
+        parts = set(name.split(" and ")) if name else set()
+        if len(members) >= 3 and sum(1 for h in held if h & parts) < _COVER * len(members):
+            talk = sum(1 for h in held if not h) >= _TALK * len(members)
+            return SMALL_TALK if talk else ""
+        return name
 
 
 _RERANK = 8
+_COVER = 1 / 3  # a name is what the members share: at least a third of them hold one of its terms
+_TALK = 0.5  # ... else, when half of them hold no content term, they are small talk
+SMALL_TALK = "small talk"
 
 
 def scored_terms(members: Sequence[str], corpus: Sequence[str], holders: Iterable[str] = (),
@@ -385,5 +397,5 @@ def concept_description(name: str, members: Sequence[str], central: str | None =
     return line
 
 
-__all__ = ["FORMULA", "MOOD", "PARTITIVE", "PERSON", "PRONOUNS", "VERBS", "WHEN", "Embed", "Namer", "ProperCounts",
+__all__ = ["FORMULA", "MOOD", "PARTITIVE", "PERSON", "PRONOUNS", "SMALL_TALK", "VERBS", "WHEN", "Embed", "Namer", "ProperCounts",
            "concept_description", "concept_name", "proper_nouns", "scored_terms", "terms"]

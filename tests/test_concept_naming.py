@@ -19,7 +19,7 @@ from graph.models import Fact
 from graph.snapshot import Snapshot
 from induction.concept_state import ConceptStateCache, base_state
 from induction.config import LivingConceptsConfig
-from induction.naming import FORMULA, PARTITIVE, PERSON, WHEN, concept_name, proper_nouns, terms
+from induction.naming import FORMULA, PARTITIVE, PERSON, SMALL_TALK, WHEN, concept_name, proper_nouns, terms
 from induction.ontology import INDUCED, living_edits
 
 SPEAKERS = {"Priya", "Tomas", "user"}
@@ -109,6 +109,17 @@ def test_word_classes_that_never_name_a_topic(text: str, never: set[str]) -> Non
 def test_the_closed_classes_are_disjoint_from_the_table_s_acceptable_words() -> None:
     closed = PARTITIVE | PERSON | FORMULA | WHEN
     assert not closed & {w for _, good, _ in TABLE for w in good}
+
+
+def test_members_that_share_no_term_get_no_name_or_small_talk() -> None:
+    corpus = [t for m, _, _ in TABLE for t in m] + CORPUS
+    talk = ["Priya: haha that's hilarious", "Priya: sounds fun, Tomas!", "Priya: wow, so proud of you",
+            "Priya: the chess club was fun", "Priya: thanks so much!", "Priya: chess is fun", "Priya: see you soon"]
+    assert concept_name(talk, corpus, SPEAKERS) == SMALL_TALK
+    mixed = ["the kitchen tiles arrived", "my violin teacher called", "the greyhound sleeps all day",
+             "the hospital ward was busy", "the food bank needs drivers", "the kitchen needs paint",
+             "the thesis draft is late"]
+    assert concept_name(mixed, corpus, SPEAKERS) == ""  # two of seven share "kitchen": less than a third
 
 
 # ---------------------------------------------------------------- RENAME
