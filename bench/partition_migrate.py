@@ -99,16 +99,24 @@ def main() -> int:
               f"direct {p50['direct']:.1f} ms; results differing: {differ}")
         ok &= differ == 0
 
-        times, same = [], 0
+        times, same, steps = [], 0, []
         for u in users:
             to = "b" if store.server_for(u) == "a" else "a"
             t = time.perf_counter()
             rep = migrate_user(store, u, to)
             times.append(time.perf_counter() - t)
             same += export_user(store.members[to], u) == before[u] and rep["verified"]
+            steps.append(rep["timings_s"])
         print(f"migrate: {len(users)} users moved, byte-identical {same}/{len(users)}; per user p50 "
               f"{statistics.median(times):.1f} s ({a.facts / statistics.median(times):.0f} facts/s incl. verify); "
               f"orphans left {len(store.orphans())}")
+        ends = {k: statistics.median(t[k] for t in steps) for k in steps[0]}
+        prev = 0.0
+        parts = []
+        for k, end in ends.items():
+            parts.append(f"{k} {end - prev:.1f} s")
+            prev = end
+        print("migrate steps (p50, each step's own time): " + ", ".join(parts))
         ok &= same == len(users) and not store.orphans()
         print(f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs; "
               f"{'OK' if ok else 'DIFFERENT'}")

@@ -30,6 +30,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, ContextManager, Protocol
@@ -319,7 +320,13 @@ def migrate_user(store: PartitionedStore, user_id: str, to: str,
     """Move ``user_id`` to server ``to`` (see the module docstring for the steps and what a kill leaves).
     ``on_step`` is called after each step of ``STEPS`` (progress; tests inject failures there). A user
     already on ``to`` has only its stale copies on other servers removed."""
-    step = on_step or (lambda name: None)
+    t0, timings = time.perf_counter(), dict[str, float]()  # seconds from the start to the end of each step
+
+    def step(name: str) -> None:
+        timings[name] = round(time.perf_counter() - t0, 3)
+        if on_step is not None:
+            on_step(name)
+
     if to not in store.members:
         raise PartitionError(f"unknown server {to!r}; servers are {sorted(store.members)}")
     src_name = store.server_for(user_id)
@@ -354,5 +361,5 @@ def migrate_user(store: PartitionedStore, user_id: str, to: str,
         removed = hold.purge()  # committed when the block ends; killed before that, the source keeps a copy
     step("deleted")
     return {"user_id": user_id, "from": src_name, "to": to, "moved": True, "verified": True,
-            "bytes": len(text.encode()), "source_nodes_deleted": removed}
+            "bytes": len(text.encode()), "source_nodes_deleted": removed, "timings_s": timings}
 

@@ -258,10 +258,25 @@ def test_a_killed_move_loses_nothing(servers: dict[str, Any], tmp_path: Path, ki
     assert export_user(store, "maya") == before  # another process sees the same memory
     assert store.server_for("maya") == ("b" if kill_at == "mapped" else "a")
     assert export_user(servers["a"], "maya") == before  # the held transaction was rolled back, not committed
-    # the lock died with the process: the user can be written again, then moved
-    servers[store.server_for("maya")].version_token("maya")
+    # the lock died with the process: the user can be written again (a held lock would block this), then moved
+    writer = threading.Thread(target=_write_one, args=(store, "maya::f::after-kill"))
+    writer.start()
+    writer.join(timeout=120)
+    assert not writer.is_alive(), "a write after the kill still waits on the dead move's lock"
+    after = export_user(store, "maya")
+    assert after != before and "maya::f::after-kill" in store.load_snapshot("maya").facts
     rep = migrate_user(store, "maya", "b")
-    assert rep["verified"] and store.orphans() == [] and export_user(servers["b"], "maya") == before
+    assert rep["verified"] and store.orphans() == [] and export_user(servers["b"], "maya") == after
+
+
+def _write_one(store: Any, fact_id: str) -> None:
+    from graph.edits import AttachFact, EditBatch
+    from graph.models import Fact
+    from memcore.memory import Memory
+
+    concept = next(iter(store.load_snapshot("maya").concepts))
+    fact = Fact(fact_id=fact_id, user_id="maya", statement="I started learning the cello", kind="experience")
+    Memory(store, HashEmbedder(16)).apply(EditBatch(user_id="maya", edits=[AttachFact(fact=fact, concept_id=concept)]))
 
 
 @pytest.mark.neo4j
