@@ -31,7 +31,8 @@ once for the whole run.
 
     python bench/relations_loso.py --mode cv no-memsyco loso --phrasing-test --reuse-pairs
     python bench/relations_loso.py --mode no-memsyco --rows 60          # a quicker no-MemSyco figure
-    python bench/relations_loso.py --pool a.json b.json                 # pool runs split by block / rows
+    python bench/relations_loso.py --pool a.json b.json c.log           # pool runs split by block / rows (a
+                                                                        # stopped run's log: the rows it scored)
 """
 
 from __future__ import annotations
@@ -312,6 +313,32 @@ def pair_level(cfg: Any, d: dict[str, np.ndarray], index: dict[str, int], block:
     return out
 
 
+def rows_of_log(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """The per-row lines of a run's log (a run stopped early included), summed per scored variant: (mode, the
+    ``Scorer.memsyco`` sums) with mode cv, no-memsyco or loso."""
+    out: list[tuple[str, dict[str, Any]]] = []
+    for ln in path.read_text().splitlines():
+        if ln.startswith("[") and "] trained on" in ln:
+            name = ln[1:ln.index("]")]
+            mode = "cv" if name.startswith("cv-") else "no-memsyco" if name == "no-memsyco" else "loso"
+            out.append((mode, {"rows": 0, "errors": 0, "partial_turn_rows": 0, "leaked_rows_ordered": [],
+                               "sums": {m: dict.fromkeys(KEYS, 0.0) for m in ("ordered", "nearest_item")}}))
+        elif ln.startswith("  ROW ") and out:
+            _, rid, *parts = ln.split()
+            cur = out[-1][1]
+            cur["rows"] += 1
+            for part in parts:
+                m, _, kv = part.partition(":")
+                f = {k: int(v) for k, v in (x.split("=") for x in kv.split(","))}
+                for k in KEYS:
+                    cur["sums"][m][k] += f[k]
+                if m == "ordered":
+                    cur["partial_turn_rows"] += f["ptl_row"]
+                    if f["outdated_leak"]:
+                        cur["leaked_rows_ordered"].append(rid)
+    return out
+
+
 def check(mode: str, res: dict[str, Any]) -> list[str]:
     lines = []
     for m, bars in BARS.get(mode, {}).items():
@@ -360,9 +387,12 @@ def main() -> None:
                     "--json files (one block each, run in parallel) and print the table and bars.")
     a = ap.parse_args()
     if a.pool is not None:
-        runs = [json.loads(Path(p).read_text()) for p in a.pool]
-        for mode, parts in (("cv", [f for r in runs for f in r.get("cv", {}).get("folds", [])]),
-                            ("no-memsyco", [r["no-memsyco"] for r in runs if r.get("no-memsyco", {}).get("rows")])):
+        runs = [json.loads(Path(p).read_text()) for p in a.pool if not p.endswith(".log")]
+        logs = [rows_of_log(Path(p)) for p in a.pool if p.endswith(".log")]
+        for mode, parts in (("cv", [f for r in runs for f in r.get("cv", {}).get("folds", [])]
+                             + [x for lg in logs for m, x in lg if m == "cv"]),
+                            ("no-memsyco", [r["no-memsyco"] for r in runs if r.get("no-memsyco", {}).get("rows")]
+                             + [x for lg in logs for m, x in lg if m == "no-memsyco"])):
             if parts:
                 res = pooled(parts)
                 print(line(mode, res) + "\n" + "\n".join(check(mode, res)) + "\n" + json.dumps(res))

@@ -112,3 +112,20 @@ def test_pooled_weighs_rows_and_bars(loso: ModuleType) -> None:
     assert any("ordered outdated_leak 0.100 <= 0.06: NOT MET" in x for x in lines)
     good = loso.pooled([part(50, 1, 10, 0)])
     assert all("NOT MET" not in x for x in loso.check("no-memsyco", good))
+
+
+def test_a_stopped_runs_log_pools_the_rows_it_scored(loso: ModuleType, tmp_path: Path) -> None:
+    def row(rid: str, leak: int, ptl: int, ptl_row: int, cv: int) -> str:
+        f = f"outdated_leak={leak},partial_turn_leak={ptl},outdated_leak_any=1,current_valid={cv},current_hit=1,ptl_row={ptl_row}"
+        return f"  ROW {rid} ordered:{f} nearest_item:{f}"
+
+    log = tmp_path / "cv0.log"
+    log.write_text("\n".join(["pairs 10", "[cv-0-40] trained on 9 pairs in 1s", row("a", 1, 1, 1, 1),
+                              row("b", 0, 0, 0, 0), row("c", 0, 0, 1, 1), "[no-memsyco] trained on 4 pairs in 1s",
+                              row("a", 1, 0, 1, 0)]) + "\n")
+    parts = loso.rows_of_log(log)
+    assert [m for m, _ in parts] == ["cv", "no-memsyco"]
+    cv = loso.pooled([parts[0][1]])
+    assert cv["rows"] == 3 and cv["ordered"]["outdated_leak"] == round(1 / 3, 3)
+    assert cv["ordered"]["partial_turn_leak"] == 0.5 and cv["ordered"]["current_valid"] == round(2 / 3, 3)
+    assert cv["leaked_rows_ordered"] == ["a"] and parts[1][1]["rows"] == 1
