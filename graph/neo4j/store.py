@@ -114,7 +114,7 @@ class Neo4jStore:
         21 s of CPU that way on a loaded box (an export, the first search of a user)."""
         records, _, _ = self._driver.execute_query(query, params, database_=self._db,
                                                    routing_=self._neo4j.RoutingControl.READ)
-        return [dict(r.items()) for r in records]
+        return [dict(zip(r.keys(), r.values())) for r in records]
 
     def setup(self) -> None:
         # Fail fast on a server that is down: execute_query would retry for 30 s, logging each try.
