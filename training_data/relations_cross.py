@@ -101,7 +101,7 @@ def train_cross(d: dict[str, Any], train_mask: np.ndarray, val_mask: np.ndarray,
         freq = np.bincount(y[tr], minlength=len(LABELS)).astype(np.float64) / len(tr)
         cw = torch.tensor(np.where(freq > 0, (1.0 / np.maximum(freq, 1e-9)) ** cc.balance, 0.0), dtype=torch.float32)
         cw = cw / (cw[torch.from_numpy(y[tr])].mean())
-        Z = torch.from_numpy((X - mean) / std)
+        Z = torch.from_numpy(model.standardize(X))
         upper = [p for n, p in net.named_parameters() if p.requires_grad and n.startswith("upper.")]
         rest = [p for n, p in net.named_parameters() if p.requires_grad and not n.startswith("upper.")]
         opt = torch.optim.AdamW([{"params": upper, "lr": cc.lr}, {"params": rest, "lr": cc.head_lr}], weight_decay=0.01)

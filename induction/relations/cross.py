@@ -120,7 +120,9 @@ class CrossRelationModel:
     def __init__(self, net: Any, tokenizer: Any, mean: np.ndarray, std: np.ndarray, manifest: dict[str, Any],
                  cache_size: int = 20000):
         self.net, self.tok = net, tokenizer
-        self.mean, self.std = mean.astype(np.float32), std.astype(np.float32)
+        # A feature constant in training (``in_session`` is 1 in every training dialogue; at ingest the older fact
+        # is mostly stored) keeps unit scale: divided by its ~0 spread it would swamp the head. Clipped as well.
+        self.mean, self.std = mean.astype(np.float32), np.where(std < 1e-2, 1.0, std).astype(np.float32)
         self.manifest = manifest
         self.max_tokens = int(manifest.get("config", {}).get("max_tokens", 48))
         self.batch = int(manifest.get("config", {}).get("infer_batch", 64))
@@ -157,7 +159,7 @@ class CrossRelationModel:
         if len(new) == 0:
             return np.zeros((0, len(LABELS)), np.float32)
         ha, hb = self._lower(old), self._lower(new)
-        Z = torch.from_numpy((X - self.mean) / self.std)
+        Z = torch.from_numpy(self.standardize(X))
         out = []
         self.net.eval()
         with torch.no_grad():
@@ -166,6 +168,9 @@ class CrossRelationModel:
                 b, mb = pad(hb[i:i + self.batch])
                 out.append(torch.softmax(self.net(a, ma, b, mb, Z[i:i + self.batch]), dim=1).numpy())
         return np.concatenate(out).astype(np.float32)
+
+    def standardize(self, X: np.ndarray) -> np.ndarray:
+        return np.clip((np.asarray(X, np.float32)[:, : len(STRUCT_NAMES)] - self.mean) / self.std, -6.0, 6.0)
 
     # ------------------------------------------------------------------ artefact
     def save(self, folder: str | Path, name: str = CROSS_NAME) -> tuple[Path, Path]:
