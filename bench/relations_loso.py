@@ -339,13 +339,25 @@ def rows_of_log(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
+def wilson(k: float, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95 % Wilson interval of k successes in n."""
+    if n == 0:
+        return (0.0, 1.0)
+    p = k / n
+    c = (p + z * z / (2 * n)) / (1 + z * z / n)
+    h = z * ((p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5) / (1 + z * z / n)
+    return (round(max(0.0, c - h), 3), round(min(1.0, c + h), 3))
+
+
 def check(mode: str, res: dict[str, Any]) -> list[str]:
     lines = []
     for m, bars in BARS.get(mode, {}).items():
         for k, (op, bar) in bars.items():
             v = res[m][k]
             ok = v <= bar if op == "<=" else v >= bar
-            lines.append(f"  bar {mode} {m} {k} {v:.3f} {op} {bar}: {'MET' if ok else 'NOT MET'}")
+            ci = wilson(round(v * res["rows"]), res["rows"])
+            lines.append(f"  bar {mode} {m} {k} {v:.3f} (95% CI {ci[0]}-{ci[1]}, {res['rows']} rows) {op} {bar}: "
+                         f"{'MET' if ok else 'NOT MET'}")
     return lines
 
 

@@ -109,7 +109,7 @@ def test_pooled_weighs_rows_and_bars(loso: ModuleType) -> None:
     assert p["rows"] == 50 and p["ordered"]["outdated_leak"] == 0.1 and p["ordered"]["partial_turn_leak"] == 0.1
     assert len(p["leaked_rows_ordered"]) == 5
     lines = loso.check("cv", p)
-    assert any("ordered outdated_leak 0.100 <= 0.06: NOT MET" in x for x in lines)
+    assert any("ordered outdated_leak 0.100 (95% CI 0.043-0.214, 50 rows) <= 0.06: NOT MET" in x for x in lines)
     good = loso.pooled([part(50, 1, 10, 0)])
     assert all("NOT MET" not in x for x in loso.check("no-memsyco", good))
 
