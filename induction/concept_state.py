@@ -62,6 +62,9 @@ class Base:
     corpus: Counter[str]
     split_from: dict[str, str]  # a SPLIT's child -> the split concept (undone SPLITs left out)
     namer: Namer
+    # concept -> (its members, the user's names, proper nouns, the split settings) when it was last found not to split: the same
+    # inputs give the same answer, so an unchanged concept is not tried again every session
+    no_split: dict[str, tuple[object, ...]] = field(default_factory=dict)
 
     def add_text(self, fid: str, text: str) -> None:
         self.text[fid] = text
@@ -154,6 +157,7 @@ class State:
     namer: Namer
     corpus: tuple[Mapping[str, int], int]
     split_from: dict[str, str]
+    no_split: dict[str, tuple[object, ...]] = field(default_factory=dict)
     created_now: set[str] = field(default_factory=set)
     _inv: dict[str, set[str]] | None = None
 
@@ -224,7 +228,7 @@ def session_state(b: Base, snap: Snapshot, edits: Sequence[OntologyEdit]) -> Sta
     b.namer.update(new_holders, proper)
     corpus = (_Plus(b.corpus, Namer.counts(new_texts)[0]), len(text))
     return State(snap, vec, text, holder, parent, live, dict(snap.fact_concept), set(snap.concepts) | set(parent),
-                 b.namer, corpus, b.split_from)
+                 b.namer, corpus, b.split_from, b.no_split)
 
 
 __all__ = ["INDUCED", "Base", "ConceptStateCache", "State", "Stored", "base_state", "session_state"]

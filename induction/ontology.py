@@ -130,12 +130,17 @@ def _splits(st: _State, cfg: LivingConceptsConfig, icfg: ConceptInductionConfig,
         fids = st.members(c)
         if len(fids) < cfg.split_min:
             continue
+        key: tuple[object, ...] = (frozenset(fids), st.namer.names, st.namer.proper, icfg.model_dump_json())
+        if st.no_split.get(c) == key:
+            continue  # tried with these very inputs before: no split
         halves = split_halves(np.stack([st.vec[f] for f in fids]), icfg)
         if halves is None:
+            st.no_split[c] = key
             continue
         parts = [[f for f, lab in zip(fids, halves) if lab == h] for h in (0, 1)]
         named = [st.name(p, fids) for p in parts]
         if not all(n for n, _ in named) or named[0][0] == named[1][0]:
+            st.no_split[c] = key
             continue  # a half that nothing characterises is no topic of its own
         kids = tuple(SplitChild(concept_id=st.new_id(c, n), name=n, description=d, fact_ids=tuple(p))
                      for p, (n, d) in zip(parts, named))
