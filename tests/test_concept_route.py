@@ -75,7 +75,7 @@ def test_the_gist_route_reads_one_line_per_concept_round_by_round(tmp_path: Path
     assert sorted(first) == ["ada:garden", "ada:music", "ada:pets"]  # every concept's best line before any second
     assert len(hits) == 9 and "ada:misc0" not in concept and [r for _, _, r in hits] == list(range(1, 10))
     assert _ctx(idx, "Which food do I buy for the dog?").gist() == []  # a narrow request: silent
-    assert "gist" in ROUTES and "concept" in ROUTES
+    assert "gist" in ROUTES and "concept" not in ROUTES  # selectable, off by default: it did not pay
 
 
 def test_a_gist_request_is_written_in_time_order(tmp_path: Path) -> None:
@@ -109,7 +109,7 @@ def test_gist_classes(query: str, expected: bool) -> None:
 
 
 def test_routes_can_be_left_out_per_kind_of_request() -> None:
-    cfg = RetrievalConfig(routes_off_for={"narrow": ("concept",), "gist": ("time",)})
+    cfg = RetrievalConfig(routes=(*ROUTES, "concept"), routes_off_for={"narrow": ("concept",), "gist": ("time",)})
     narrow = cfg.for_request("Which food do I buy for the dog?")
     gist = cfg.for_request("How has the dog's diet changed since spring?")
     assert "concept" not in narrow.routes and "time" in narrow.routes and "gist" in narrow.routes
