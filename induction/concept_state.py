@@ -192,6 +192,17 @@ class State:
         """The members' characteristic terms against all the user's facts, best first."""
         return self.namer.scored([self.text[f] for f in fids], self.corpus)
 
+    def prefetch_names(self, groups: Sequence[tuple[Sequence[str], Sequence[str]]]) -> None:
+        """Embed, in one call, the candidate name words ``name`` will re-rank for each (fids, within)."""
+        if self.namer.embed is None:
+            return
+        words: set[str] = set()
+        for fids, within in groups:
+            corpus = Namer.counts(self.text[f] for f in within) if within else self.corpus
+            words.update(self.namer.candidates([self.text[f] for f in fids], corpus))
+        if words:
+            self.namer.vectors(sorted(words))
+
     def name(self, fids: Sequence[str], within: Sequence[str] = ()) -> tuple[str, str]:
         """Name and description; ``within``: the facts to tell them apart from (a split's parent), else all."""
         texts = [self.text[f] for f in fids]

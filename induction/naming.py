@@ -317,6 +317,11 @@ class Namer:
             self._vec.update(zip(miss, np.asarray(self.embed(miss), dtype=np.float32)))
         return np.stack([self._vec[w] for w in words])
 
+    def candidates(self, members: Sequence[str], corpus: tuple[Mapping[str, int], int]) -> list[str]:
+        """The terms ``name`` re-ranks by closeness to the centroid (so a caller can embed them at once)."""
+        ranked = [w for w, _ in self.scored(members, corpus) if _head_noun(w.split()[-1])]
+        return ranked[:_RERANK] if len(ranked) >= 2 else []
+
     def name(self, members: Sequence[str], corpus: tuple[Mapping[str, int], int], centroid: np.ndarray | None = None) -> str:
         """The members' name (see ``concept_name``); "small talk" when no term is shared by a third of the
         members and most members hold no content term at all (phatic talk: thanks, praise, greetings);

@@ -123,7 +123,7 @@ def _merges(st: _State, cfg: LivingConceptsConfig) -> list[MergeConcepts]:
 
 
 def _splits(st: _State, cfg: LivingConceptsConfig, icfg: ConceptInductionConfig, skip: set[str]) -> list[SplitConcept]:
-    out: list[SplitConcept] = []
+    tried: list[tuple[str, list[str], list[list[str]], tuple[object, ...]]] = []
     for c in sorted(st.live):
         if c in skip or c in st.created_now or c == st.snap.root_id:
             continue
@@ -137,7 +137,12 @@ def _splits(st: _State, cfg: LivingConceptsConfig, icfg: ConceptInductionConfig,
         if halves is None:
             st.no_split[c] = key
             continue
-        parts = [[f for f, lab in zip(fids, halves) if lab == h] for h in (0, 1)]
+        tried.append((c, fids, [[f for f, lab in zip(fids, halves) if lab == h] for h in (0, 1)], key))
+    # one embedding call for every candidate name word of every half: called per half, the embedder's
+    # fixed cost per call was most of the concept step (~30 calls of ~48 ms a session on a long history)
+    st.prefetch_names([(p, fids) for _, fids, parts, _ in tried for p in parts])
+    out: list[SplitConcept] = []
+    for c, fids, parts, key in tried:
         named = [st.name(p, fids) for p in parts]
         if not all(n for n, _ in named) or named[0][0] == named[1][0]:
             st.no_split[c] = key
