@@ -228,15 +228,8 @@ def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] 
             # window around a match is added to it, as traversal adds partners (at K = 10 a one-session
             # store's neighbours otherwise displaced the seeds that mattered: MemSyco evidence rows)
             first = {s.fact_id for s in seeds}
-            near = {f for f, _, _ in hits["neighbour"]} - first
-            wide = cfg.model_copy(update={"k": cfg.k + len(near)})
-            # only the window's own facts widen K: a fact that the neighbour route did not reach and that
-            # was no first-pass seed does not slip in on the window's slots (with the live tree's concept
-            # route a seed's concept-mates ranked there and pushed the window line out)
-            rest = {f for lst in hits.values() for f, _, _ in lst} - first - near
-            fused = [s for s in fuse_routes(hits, wide.model_copy(update={"k": wide.k + len(rest)}), holder_of, index.facts,
-                                            content_prior(index, holder_of, cfg))
-                     if s.fact_id not in rest][: wide.k]
+            wide = cfg.model_copy(update={"k": cfg.k + len({f for f, _, _ in hits["neighbour"]} - first)})
+            fused = fuse_routes(hits, wide, holder_of, index.facts, content_prior(index, holder_of, cfg))
             got = {s.fact_id for s in fused}
             # K means K: every first-pass seed stays a seed; the neighbour route's additions are flagged
             # ``window`` and reported apart from the K seeds
