@@ -141,7 +141,7 @@ class LMReader:
 
     @staticmethod
     def split_head(text: str) -> str:
-        """The prompt up to its state block (or up to the instruction when there is none): the part shared by
+        r"""The prompt up to its state block (or up to the instruction when there is none): the part shared by
         every condition that shows the same evidence.
 
         >>> LMReader.split_head("Memories:\nF1 x\nReasoning State:\nF1: use\nAnswer the request. Go")
