@@ -317,16 +317,20 @@ class Namer:
             self._vec.update(zip(miss, np.asarray(self.embed(miss), dtype=np.float32)))
         return np.stack([self._vec[w] for w in words])
 
+    def _ranked(self, members: Sequence[str], corpus: tuple[Mapping[str, int], int]) -> list[tuple[str, float]]:
+        """The scored terms that can head a name (their last word a noun), best first."""
+        return [(w, s) for w, s in self.scored(members, corpus) if _head_noun(w.split()[-1])]
+
     def candidates(self, members: Sequence[str], corpus: tuple[Mapping[str, int], int]) -> list[str]:
         """The terms ``name`` re-ranks by closeness to the centroid (so a caller can embed them at once)."""
-        ranked = [w for w, _ in self.scored(members, corpus) if _head_noun(w.split()[-1])]
-        return ranked[:_RERANK] if len(ranked) >= 2 else []
+        ranked = self._ranked(members, corpus)
+        return [w for w, _ in ranked[:_RERANK]] if len(ranked) >= 2 else []
 
     def name(self, members: Sequence[str], corpus: tuple[Mapping[str, int], int], centroid: np.ndarray | None = None) -> str:
         """The members' name (see ``concept_name``); "small talk" when no term is shared by a third of the
         members and most members hold no content term at all (phatic talk: thanks, praise, greetings);
         "" when nothing is shared and the members are not mostly talk."""
-        ranked = [(w, s) for w, s in self.scored(members, corpus) if _head_noun(w.split()[-1])]
+        ranked = self._ranked(members, corpus)
         if self.embed is not None and centroid is not None and len(ranked) >= 2:
             top = ranked[:_RERANK]
             sims = self.vectors([w for w, _ in top]) @ centroid
