@@ -21,6 +21,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from neo4j_server import neo4j_available, start_neo4j  # noqa: E402
 
+# Hooks that order slow files first and print per-file times (see tests/file_order.py).
+from file_order import (  # noqa: E402,F401
+    pytest_collection_modifyitems,
+    pytest_runtest_logreport,
+    pytest_terminal_summary,
+)
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
