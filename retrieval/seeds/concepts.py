@@ -6,12 +6,18 @@ is stored: a concept that directly CONTAINS at least ``MIN_MEMBERS`` facts is a 
 centroid is the mean of its members' retrieval vectors. Nothing is induced at read time, so the
 concepts a request lands in are the ones ``evomem concepts`` shows, and an index extended by a
 commit's ChangeSet (retrieval/seeds/delta.py) holds exactly what a rebuild holds: only the concepts
-whose membership the commit changed are recomputed, members are summed in fact-id order.
+whose membership the commit changed are recomputed, members are summed in fact-id order. The index's
+``concept_rows`` is itself the concept -> members map: a touched concept's members are its previous
+members and the facts the ChangeSets' ``contains_add`` put in it, kept where the fact's concept is
+still that one (``contains_remove``, a move, a deleted concept), so a commit costs the size of the
+concepts it touched, not a scan of the user's whole fact -> concept map.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+
+from graph.snapshot import ChangeSet
 
 import numpy as np
 
@@ -32,6 +38,35 @@ def concept_rows(concept_of: Mapping[str, str], row: Mapping[str, int], ids: Seq
     return out
 
 
+def members_added(changes: Iterable[ChangeSet]) -> dict[str, set[str]]:
+    """concept id -> the facts ``changes`` put in it (CONTAINS added), whatever later moved them."""
+    out: dict[str, set[str]] = {}
+    for cs in changes:
+        for c, f in cs.contains_add:
+            out.setdefault(c, set()).add(f)
+    return out
+
+
+def touched_rows(concept_of: Mapping[str, str], row: Mapping[str, int], ids: Sequence[str],
+                 before: Mapping[str, Sequence[int]], added: Mapping[str, Iterable[str]],
+                 touched: Iterable[str]) -> dict[str, list[int]]:
+    """concept id -> rows of its direct members now (in fact-id order), for the ``touched`` concepts only:
+    of its members ``before`` and the facts ``added`` to it, those whose concept is still that one.
+    Nothing outside those concepts is read.
+
+    >>> touched_rows({"a": "c1", "b": "c2", "c": "c1"}, {"a": 0, "b": 1, "c": 2}, ["a", "b", "c"],
+    ...              {"c1": [0, 1]}, {"c1": {"c"}, "c2": {"b"}}, ["c1", "c2"])
+    {'c1': [0, 2], 'c2': [1]}
+    """
+    out: dict[str, list[int]] = {}
+    for c in touched:
+        cand = {ids[r] for r in before.get(c, ())} | set(added.get(c, ()))
+        rows = sorted((row[f] for f in cand if concept_of.get(f) == c and f in row), key=lambda r: ids[r])
+        if rows:
+            out[c] = rows
+    return out
+
+
 def centroid(fmat: np.ndarray, rows: Sequence[int]) -> np.ndarray:
     v = fmat[np.asarray(rows, dtype=int)].mean(axis=0)
     out: np.ndarray = (v / (np.linalg.norm(v) + 1e-12)).astype(np.float32)
@@ -40,12 +75,14 @@ def centroid(fmat: np.ndarray, rows: Sequence[int]) -> np.ndarray:
 
 def live_concepts(fmat: np.ndarray | None, concept_of: Mapping[str, str], row: Mapping[str, int], ids: Sequence[str],
                   base: tuple[dict[str, list[int]], dict[str, np.ndarray]] | None = None,
-                  touched: Iterable[str] = ()) -> tuple[dict[str, list[int]], list[str], np.ndarray | None,
+                  touched: Iterable[str] = (), added: Mapping[str, Iterable[str]] | None = None) -> tuple[dict[str, list[int]], list[str], np.ndarray | None,
                                                         dict[str, np.ndarray]]:
     """(rows per concept, the route's concept ids in order, their centroid matrix, centroid per concept).
 
     With ``base`` (the previous version's rows and centroids), only the ``touched`` concepts (members
-    added or removed, concept deleted) are recomputed; the rest are the previous version's.
+    added or removed, concept deleted) are recomputed; the rest are the previous version's. With
+    ``added`` too (``members_added`` of the ChangeSets), a touched concept's members come from its
+    previous rows and those facts (``touched_rows``) instead of a scan of ``concept_of``.
 
     >>> m = np.eye(3, dtype=np.float32)
     >>> rows, cids, cmat, _ = live_concepts(m, {"a": "c1", "b": "c1", "c": "c2"}, {"a": 0, "b": 1, "c": 2}, ["a", "b", "c"])
@@ -59,7 +96,8 @@ def live_concepts(fmat: np.ndarray | None, concept_of: Mapping[str, str], row: M
     else:
         touched = set(touched)
         rows = {c: r for c, r in base[0].items() if c not in touched}
-        rows.update(concept_rows(concept_of, row, ids, touched))
+        rows.update(concept_rows(concept_of, row, ids, touched) if added is None
+                    else touched_rows(concept_of, row, ids, base[0], added, touched))
         cent = {c: v for c, v in base[1].items() if c not in touched}
         redo = [c for c in touched if c in rows]
     if fmat is None:

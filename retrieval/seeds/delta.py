@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from graph.models import Fact, Relation, as_utc
-from retrieval.seeds.concepts import live_concepts
+from retrieval.seeds.concepts import live_concepts, members_added
 from retrieval.seeds.model import ConceptPaths, Embed, Memo, Order, RouteIndex, entities_of, fact_time, retrieval_text, turn_recency
 from retrieval.seeds.textindex import Grow
 from graph.rules import EVIDENCE_HOLDERS
@@ -195,7 +195,8 @@ def extend_index(base: RouteIndex, changes: Sequence[ChangeSet], token: str, emb
 
     # -- concepts: the live tree's members and centroids, recomputed for the concepts this commit touched --
     concept_rows, concept_ids, cmat, centres = live_concepts(fmat, concept_of, row, ids,
-                                                             (base.concept_rows, base.concept_centroids), regrouped)
+                                                             (base.concept_rows, base.concept_centroids), regrouped,
+                                                             members_added(changes))
 
     latest = base.latest
     if moved_time:
