@@ -19,7 +19,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from neo4j_server import neo4j_available, start_neo4j  # noqa: E402
+from neo4j_server import serve_for_tests  # noqa: E402
 
 # Hooks that order slow files first and print per-file times (see tests/file_order.py).
 from file_order import (  # noqa: E402,F401
@@ -71,18 +71,7 @@ def neo4j_uri() -> Iterator[str]:
     # not share a server (they wipe it): the first worker uses EVOMEM_NEO4J_URI, the others start their own.
     worker = os.environ.get("PYTEST_XDIST_WORKER", "gw0")
     uri = os.environ.get("EVOMEM_NEO4J_URI") if worker == "gw0" else None
-    if uri:
-        yield uri
-        return
-    if not neo4j_available():
-        if IN_CI:
-            pytest.fail("CI must run the Neo4j tests, but neither EVOMEM_NEO4J_URI nor java+mvn is available")
-        pytest.skip("no Neo4j: set EVOMEM_NEO4J_URI or install java 17 and maven")
-    uri, stop = start_neo4j()
-    try:
-        yield uri
-    finally:
-        stop()
+    yield from serve_for_tests(uri, "the Neo4j tests (or set EVOMEM_NEO4J_URI)")
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,6 @@ from graph.portable import export_user
 from llmclients.embeddings import HashEmbedder
 
 ROOT = Path(__file__).resolve().parents[1]
-IN_CI = bool(os.environ.get("CI"))
 USERS = ("maya", "leo", "sara")
 QUESTIONS = ("Suggest a vacation for me", "what do I drink in the morning", "hiking beach", "allergies food",
              "where do I work", "what should I cook tonight")
@@ -103,21 +102,9 @@ def test_settings_read_the_partition_file(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def second_uri() -> Iterator[str]:
-    from neo4j_server import neo4j_available, start_neo4j
+    from neo4j_server import serve_for_tests
 
-    uri = os.environ.get("EVOMEM_NEO4J_URI_2")
-    if uri:
-        yield uri
-        return
-    if not neo4j_available():
-        if IN_CI:
-            pytest.fail("CI must run the partition tests, but java+mvn are not available for a second Neo4j")
-        pytest.skip("no second Neo4j: set EVOMEM_NEO4J_URI_2 or install java 17 and maven")
-    uri, stop = start_neo4j()
-    try:
-        yield uri
-    finally:
-        stop()
+    yield from serve_for_tests(os.environ.get("EVOMEM_NEO4J_URI_2"), "the partition tests (or set EVOMEM_NEO4J_URI_2)")
 
 
 @pytest.fixture
