@@ -87,6 +87,17 @@ class RelationModelConfig(_Cfg):
     cue_gates: bool = Field(default=True, description="The reading cues (change evidence, questions and instructions "
                             "hold no state, contrast, corrections) veto the model's labels; off: they are only the "
                             "model's input features and graph.rules alone disposes (the cross kind's setting).")
+    cross_top_k: int = Field(default=4, ge=0, le=100, description="The cross kind scores only this many candidates per "
+                             "new fact (0 = all): the ones the cheap screen (the shipped logistic model's P(related) "
+                             "over the structural features; without it, similarity order) ranks first; the rest count as "
+                             "unrelated. Keeps the cross pass to a few pairs per fact (issue 44: ingest <= 1.25x rules).")
+    cross_screen_floor: float = Field(default=0.0, ge=0.0, le=1.0, description="The cross kind skips a candidate whose "
+                                      "screen P(related) is below this (0 = none skipped).")
+    cross_thresholds: tuple[float, float, float] | None = Field(default=None, description="The cross kind's "
+                                                                "(supersede, conflict, same-holder conflict) thresholds "
+                                                                "in place of the three below; None = the artefact "
+                                                                "manifest's (chosen on the phrasing tuning half), else "
+                                                                "the three below.")
     supersede_threshold: float = Field(default=0.5, ge=0.0, le=1.0, description="P(supersedes) at/above which a later "
                                        "fact of the same holder replaces a candidate partner.")
     conflict_threshold: float = Field(default=0.5, ge=0.0, le=1.0, description="P(conflicts_with) at/above which a conflict "

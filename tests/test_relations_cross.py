@@ -133,3 +133,67 @@ def test_without_cue_gates_the_cues_veto_nothing() -> None:
                            RelationModelConfig(cue_gates=False, same_holder_conflict_threshold=0.8))
     assert on.adjudicate(_resolution(more, old), Snapshot(user_id="u")).decisions[0].conflicts_with == []
     assert off.adjudicate(_resolution(more, old), Snapshot(user_id="u")).decisions[0].conflicts_with == ["old"]
+
+
+class _Recorder:
+    """A cross model that records the older statements it is asked about and says 'supersedes' to each."""
+
+    kind = "cross"
+    pair_embedding = False
+
+    def __init__(self) -> None:
+        self.asked: list[str] = []
+
+    def predict_pairs(self, new: list[str], old: list[str], X: np.ndarray) -> np.ndarray:
+        self.asked += list(old)
+        P = np.zeros((len(old), len(LABELS)), np.float32)
+        P[:, LABELS.index("supersedes")] = 1.0
+        return P
+
+
+class _Screen:
+    n_features = len(STRUCT_NAMES)
+
+    def __init__(self, related: list[float]):
+        self.related = np.asarray(related, np.float32)
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        P = np.zeros((len(X), len(LABELS)), np.float32)
+        P[:, 0] = 1.0 - self.related
+        P[:, LABELS.index("supersedes")] = self.related
+        return P
+
+
+def test_the_cross_pass_reads_only_the_screens_top_candidates() -> None:
+    olds = ["a", "b", "c", "d", "e"]
+    X = np.zeros((len(olds), len(STRUCT_NAMES)), np.float32)
+    rec = _Recorder()
+    adj = ModelAdjudicator(rec, HashEmbedder(8), RelationModelConfig(kind="cross", cross_top_k=2))  # type: ignore[arg-type]
+    adj.screen = _Screen([0.1, 0.9, 0.05, 0.6, 0.3])  # type: ignore[assignment]
+    P = adj._cross("new", olds, X)
+    assert sorted(rec.asked) == ["b", "d"]
+    sup = LABELS.index("supersedes")
+    assert P[1, sup] == 1.0 and P[3, sup] == 1.0 and (P[[0, 2, 4], 0] == 1.0).all()  # the rest: unrelated
+    rec.asked.clear()
+    adj.cfg = RelationModelConfig(kind="cross", cross_top_k=0, cross_screen_floor=0.2)
+    adj._cross("new", olds, X)
+    assert sorted(rec.asked) == ["b", "d", "e"]
+    rec.asked.clear()
+    adj.cfg, adj.screen = RelationModelConfig(kind="cross", cross_top_k=3), None  # no screen: closest first
+    adj._cross("new", olds, X)
+    assert rec.asked == ["a", "b", "c"]
+
+
+def test_the_cross_kind_takes_its_thresholds_from_the_manifest(trained: tuple[Any, Path], tmp_path: Path) -> None:
+    _, where = trained
+    man = json.loads((where / "c.json").read_text())
+    man["thresholds"] = [0.7, 0.6, 0.9]
+    (tmp_path / "c.json").write_text(json.dumps(man))
+    (tmp_path / "c.npz").write_bytes((where / "c.npz").read_bytes())
+    adj = ModelAdjudicator.load(HashEmbedder(8), RelationModelConfig(kind="cross", artefact_dir=str(tmp_path),
+                                                                      artefact_name="c"))
+    assert (adj.cfg.supersede_threshold, adj.cfg.conflict_threshold, adj.cfg.same_holder_conflict_threshold) == (0.7, 0.6, 0.9)
+    assert adj.screen is not None  # the shipped logistic model screens the candidates
+    mine = ModelAdjudicator.load(HashEmbedder(8), RelationModelConfig(kind="cross", artefact_dir=str(tmp_path),
+                                                                       artefact_name="c", cross_thresholds=(0.5, 0.4, 0.3)))
+    assert mine.cfg.conflict_threshold == 0.4

@@ -326,9 +326,9 @@ def locomo_pairs(path: str | Path, embed: Embed, extractor: OfflineExtractor, pa
 
 
 def synthetic_pairs(n: int, seed: int, embed: Embed, extractor: OfflineExtractor, pair_embedding: bool,
-                    min_similarity: float, max_candidates: int) -> PairSet:
+                    min_similarity: float, max_candidates: int, lookalikes: bool = False) -> PairSet:
     out = PairSet()
-    for d in synthetic_dialogues(n, seed):
+    for d in synthetic_dialogues(n, seed, lookalikes):
         out.add(label_dialogue(d.session, synthetic_labeler(d.relations), f"synthetic/{d.family}/{d.session.session_id}",
                                f"synthetic/{d.family}", extractor, embed, pair_embedding, min_similarity, max_candidates))
     return out

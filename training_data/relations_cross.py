@@ -44,6 +44,10 @@ class CrossModelConfig(BaseModel):
     max_minutes: float = Field(default=14.0, gt=0, description="Training stops after this (the 20-minute preset bar).")
     val_negatives: int = Field(default=1500, ge=0, description="Unrelated validation pairs scored (all positives are).")
     infer_batch: int = Field(default=64, ge=1, description="Pairs per forward at ingest.")
+    thresholds: tuple[float, float, float] | None = Field(default=None, description="(supersede, conflict, same-holder "
+                                                          "conflict) thresholds written into the manifest, used at "
+                                                          "ingest (RelationModelConfig.cross_thresholds); chosen on the "
+                                                          "phrasing tuning half only.")
 
 
 def sample(y: np.ndarray, source: np.ndarray, mask: np.ndarray, cc: CrossModelConfig, seed: int) -> np.ndarray:

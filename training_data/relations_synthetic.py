@@ -18,6 +18,7 @@ import random
 from dataclasses import dataclass
 
 from induction.session import Session
+from training_data.relations_lookalike import LOOKALIKE_FAMILIES, lookalike_turns
 
 # (old, new) pairs of things a person can like; the same slot fills every family.
 PAIRS: tuple[tuple[str, str], ...] = (
@@ -215,6 +216,10 @@ def make_dialogue(rng: random.Random, n: int, family: str) -> SyntheticDialogue:
         j = say("assistant", rng.choice(EVIDENCE_SAID).replace("{E}", ev).replace("{e}", ev[:1].lower() + ev[1:]))
         if family == "belief_evidence":
             rel[(j, i)] = "conflicts_with"
+    elif family in LOOKALIKE_FAMILIES:  # same topic, no relation (and two contrasting changes)
+        texts, labels = lookalike_turns(rng, family, a, b)
+        idx = [say("user", t) for t in texts]
+        rel.update({(idx[j], idx[i]): lab for (j, i), lab in labels.items()})
     else:  # additive
         say("user", _fill(rng.choice(LIKE), a=a))
         say("user", _fill(rng.choice(ADD), c=c))
@@ -228,6 +233,9 @@ FAMILIES = ("direct_update", "implied_update", "experience_outgrown", "evidence_
             "belief_evidence", "belief_agreed")
 
 
-def synthetic_dialogues(n: int, seed: int) -> list[SyntheticDialogue]:
+def synthetic_dialogues(n: int, seed: int, lookalikes: bool = False) -> list[SyntheticDialogue]:
+    """``n`` dialogues, the families in turn; with ``lookalikes`` the look-alike families of
+    training_data/relations_lookalike.py join them (off: the dialogues the shipped logistic model was trained on)."""
     rng = random.Random(seed)
-    return [make_dialogue(rng, k, FAMILIES[k % len(FAMILIES)]) for k in range(n)]
+    fams = FAMILIES + LOOKALIKE_FAMILIES if lookalikes else FAMILIES
+    return [make_dialogue(rng, k, fams[k % len(fams)]) for k in range(n)]

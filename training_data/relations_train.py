@@ -67,6 +67,9 @@ class RelationTrainConfig(BaseModel):
                                         "MemSyco files (personalized use, scope) and every valid-memory pair whose "
                                         "older side is in no turn the change replaces.")
     synthetic_n: int = Field(default=1500, ge=0, description="Synthetic dialogues (training_data/relations_synthetic.py).")
+    synthetic_lookalikes: bool = Field(default=False, description="Add the look-alike families (elaborations, one-off "
+                                       "exceptions, other people's changes, hypotheticals, questions, advice, first "
+                                       "times, repeats; training_data/relations_lookalike.py) to the synthetic ones.")
     phrasing: str | None = Field(default=None, description="The hand-written phrasing set (evaluation/phrasing/"
                                  "cases.jsonl); only its tuning half is trained on (training_data/relations_sources.py).")
     phrasing_half: Literal["tune"] = Field(default="tune", description="The half trained on: only tune (the test half "
@@ -112,6 +115,7 @@ def _in_val(group: str, seed: int, frac: float) -> bool:
 # read): a change to any of it rebuilds the cached pairs, as a config change does (a new synthetic family once
 # reused stale pairs silently).
 _PAIR_CODE = ("training_data/relations.py", "training_data/relations_synthetic.py", "training_data/relations_sources.py",
+              "training_data/relations_lookalike.py",
               "induction", "graph/rules.py")
 
 
@@ -126,7 +130,7 @@ def _code_hash() -> str:
     return h.hexdigest()[:16]
 
 
-_SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n"},
+_SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n", "synthetic_lookalikes"},
                   "memsyco": {"memsyco_root", "memsyco_max_rows", "memsyco_heldout", "memsyco_continuations",
                               "memsyco_nearest_item"},
                   "locomo": {"locomo", "locomo_max_pairs", "locomo_sessions", "locomo_skip_sessions",
@@ -163,7 +167,7 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
         a = (emb.embed, ex, True, cfg.min_similarity, cfg.max_candidates)
         ps = PairSet()
         if name == "synthetic" and cfg.synthetic_n:
-            ps = synthetic_pairs(cfg.synthetic_n, cfg.seed, *a)
+            ps = synthetic_pairs(cfg.synthetic_n, cfg.seed, *a, lookalikes=cfg.synthetic_lookalikes)
         elif name == "memsyco" and cfg.memsyco_root:
             ps = memsyco_pairs(cfg.memsyco_root, *a, max_rows=cfg.memsyco_max_rows, heldout=cfg.memsyco_heldout,
                                continuations=cfg.memsyco_continuations, nearest_item=cfg.memsyco_nearest_item)
@@ -399,6 +403,8 @@ def _train_cross(cfg: RelationTrainConfig, d: dict[str, Any], train_mask: np.nda
         "source_counts": source_counts(source[train_mask], y[train_mask]),
         "probe": {"old": PROBE_PAIR[0], "new": PROBE_PAIR[1], "x": x0, "p": [round(float(v), 5) for v in p0]},
     }
+    if cfg.model.cross.thresholds is not None:
+        model.manifest["thresholds"] = list(cfg.model.cross.thresholds)
     written = [str(p) for p in model.save(out, name)]
     if cfg.ship:
         written += [str(p) for p in model.save(ARTEFACT_DIR, name)]

@@ -84,6 +84,7 @@ class ModelAdjudicator:
         self.cfg = cfg or RelationModelConfig()
         self.rules_cfg = rules or RuleAdjudicatorConfig()  # for its concept operations
         self._vecs: OrderedDict[str, np.ndarray] = OrderedDict()
+        self.screen: RelationModel | None = None  # the cross kind's candidate screen (load)
 
     @classmethod
     def load(cls, embedder: Embedder, cfg: RelationModelConfig | None = None,
@@ -93,8 +94,17 @@ class ModelAdjudicator:
         if cfg.kind == "cross":
             from induction.relations.cross import CROSS_NAME, CrossRelationModel
 
-            return cls(CrossRelationModel.load(cfg.artefact_dir or ARTEFACT_DIR, cfg.artefact_name or CROSS_NAME),  # type: ignore[arg-type]
-                       embedder, cfg, rules)
+            cross = CrossRelationModel.load(cfg.artefact_dir or ARTEFACT_DIR, cfg.artefact_name or CROSS_NAME)
+            th = cfg.cross_thresholds or cross.manifest.get("thresholds")
+            if th:  # the cross kind's own thresholds (chosen on the phrasing tuning half)
+                cfg = cfg.model_copy(update={"supersede_threshold": float(th[0]), "conflict_threshold": float(th[1]),
+                                             "same_holder_conflict_threshold": float(th[2])})
+            out = cls(cross, embedder, cfg, rules)  # type: ignore[arg-type]
+            try:  # the cheap screen that picks the candidates the cross pass reads
+                out.screen = RelationModel.load(ARTEFACT_DIR, DEFAULT_NAME)
+            except (FileNotFoundError, ValueError):
+                out.screen = None
+            return out
         model = RelationModel.load(cfg.artefact_dir or ARTEFACT_DIR, cfg.artefact_name or DEFAULT_NAME)
         names = model.manifest.get("features")
         if names is not None and list(names[:len(STRUCT_NAMES)]) != list(STRUCT_NAMES):
@@ -167,7 +177,7 @@ class ModelAdjudicator:
         turns = _Turns(res, snap)
         topics = _TurnTopics()
         cross = getattr(self.model, "kind", "") == "cross"
-        if cross:  # every statement's lower states in one batch; each fact's pairs then take one upper pass
+        if cross and not cfg.cross_top_k:  # every statement's lower states in one batch (with a screen: on demand)
             texts = [r.candidate.statement for r in res.facts if r.duplicate_of is None]
             texts += [self._text(n.fact_id, res, by_id) for ns in todo.values() for n in ns]
             self.model._lower(list(dict.fromkeys(texts)))  # type: ignore[attr-defined]
@@ -191,7 +201,7 @@ class ModelAdjudicator:
                                                         turn_rank=ranks[t], n_turns=len(ranks)),
                                             u, vecs.get(n.fact_id), self.model.pair_embedding)
                               for k, (n, v, t) in enumerate(zip(cands, views, t_old))])
-                P = (self.model.predict_pairs([c.statement] * len(cands), [self._text(n.fact_id, res, by_id) for n in cands], X)  # type: ignore[attr-defined]
+                P = (self._cross(c.statement, [self._text(n.fact_id, res, by_id) for n in cands], X)
                      if cross else self.model.predict_proba(X))
                 shift = bool(SHIFT.search(new.statement))
                 # the new fact's own change cue, not one the extractor carried over from the sentence before it
@@ -240,6 +250,26 @@ class ModelAdjudicator:
         for r in res.facts:  # the vectors of this batch's facts are the stored vectors of tomorrow
             self._remember(r.candidate.fact_id, np.asarray(r.embedding, dtype=np.float32))
         return Adjudication(decisions=decisions, concept_ops=concept_ops(res, snap, decisions, self.rules_cfg))
+
+    def _cross(self, statement: str, olds: list[str], X: np.ndarray) -> np.ndarray:
+        """The cross kind's probabilities: only the ``cross_top_k`` candidates the screen ranks first (and at or above
+        ``cross_screen_floor``) are read together with the new statement; the others count as unrelated."""
+        cfg = self.cfg
+        keep = np.arange(len(olds))
+        if cfg.cross_top_k or cfg.cross_screen_floor > 0:
+            if self.screen is not None:
+                s = 1.0 - self.screen.predict_proba(X[:, : self.screen.n_features])[:, 0]
+            else:  # candidates come closest first
+                s = np.linspace(1.0, 0.5, len(olds))
+            keep = np.argsort(-s, kind="stable")
+            if cfg.cross_top_k:
+                keep = keep[: cfg.cross_top_k]
+            keep = np.sort(keep[s[keep] >= cfg.cross_screen_floor])
+        P = np.zeros((len(olds), len(LABELS)), np.float32)
+        P[:, 0] = 1.0
+        if len(keep):
+            P[keep] = self.model.predict_pairs([statement] * len(keep), [olds[k] for k in keep], X[keep])  # type: ignore[attr-defined]
+        return P
 
     def _decide(self, d: Decision, kind: str, certain: bool, holder: str, cands: list[Neighbour], P: np.ndarray,
                 res: Resolution, by_id: dict[str, ResolvedFact], kinds: dict[str, str], retrospective: bool = False,
