@@ -166,15 +166,25 @@ def fuse_routes(hits: dict[str, list[tuple[str, float, int]]], cfg: RetrievalCon
     discounted (``diversify``)."""
     score: dict[str, float] = {}
     ranks: dict[str, dict[str, int]] = {}
+    rrf_k = cfg.rrf_k
     for name, lst in hits.items():
         w = cfg.route_weights.get(name, DEFAULT_ROUTE_WEIGHTS.get(name, 1.0))
         for fid, _, rank in lst:
-            if name in ranks.setdefault(fid, {}):
-                continue
-            ranks[fid][name] = rank
-            score[fid] = score.get(fid, 0.0) + w / (cfg.rrf_k + rank)
+            got = ranks.get(fid)
+            if got is None:
+                ranks[fid] = {name: rank}
+                score[fid] = 0.0 + w / (rrf_k + rank)
+            elif name not in got:
+                got[name] = rank
+                score[fid] += w / (rrf_k + rank)
+    by_holder: dict[str | None, float] = {}  # the holder factor, once per holder
+    prior = prior or {}
     for fid in score:
-        score[fid] *= cfg.holder_weight(holder_of.get(fid)) * (prior or {}).get(fid, 1.0)
+        h = holder_of.get(fid)
+        hw = by_holder.get(h)
+        if hw is None:
+            hw = by_holder[h] = cfg.holder_weight(h)
+        score[fid] *= hw * prior.get(fid, 1.0)
     dense = {fid: s for fid, s, _ in hits.get("fact_dense", [])}
     ranked = sorted(score, key=lambda f: (-score[f], -dense.get(f, -1.0), f))
     if facts is None:
@@ -188,9 +198,10 @@ def fuse_routes(hits: dict[str, list[tuple[str, float, int]]], cfg: RetrievalCon
                          cfg.session_redundancy)
     d_rank = {f: (r, s) for f, s, r in hits.get("fact_dense", [])}
     t_rank = {f: (r, s) for f, s, r in hits.get("fact_bm25", [])}
-    return [SeedHit(fact_id=f, score=score[f], routes=ranks[f], dense_rank=d_rank.get(f, (None, None))[0],
-                    dense_score=d_rank.get(f, (None, None))[1], text_rank=t_rank.get(f, (None, None))[0],
-                    text_score=t_rank.get(f, (None, None))[1]) for f in best]
+    none = (None, None)
+    return [SeedHit(fact_id=f, score=score[f], routes=ranks[f], dense_rank=d_rank.get(f, none)[0],
+                    dense_score=d_rank.get(f, none)[1], text_rank=t_rank.get(f, none)[0],
+                    text_score=t_rank.get(f, none)[1]) for f in best]
 
 
 def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] | None, cfg: RetrievalConfig,
@@ -406,6 +417,22 @@ def brief(f: Fact, index: RouteIndex | None, query: str, words: int) -> str | No
     return prefix + informative_window(f.statement[len(prefix):], index.fbm25.idf, query, words)
 
 
+def _state(index: RouteIndex | None, f: Fact, sub: Subgraph, rels: list[Relation], now: datetime) -> RelationalState | None:
+    """``f``'s state from the index's per-version cache (derived and kept on first use), where it is the
+    state ``derive_state`` gives here: every relation of ``f`` is in ``rels`` with its other end fetched,
+    and ``f`` has no expiry or end of validity (the one way ``now`` enters); else None."""
+    if index is None or f.expired_at is not None or f.valid_to is not None:
+        return None
+    fid = f.fact_id
+    every = index.relations_of.get(fid, ())
+    if len(rels) != len(every) or any((r.dst if r.src == fid else r.src) not in sub.facts for r in every):
+        return None  # a relation or a partner left out (the traversal cap): derived from what is here
+    got: RelationalState | None = index.states.get(fid)
+    if got is None:
+        got = index.states[fid] = derive_state(f, every, sub.facts, sub.concept_paths.get(fid, ()), now)
+    return got
+
+
 def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Sequence[float] | None,
              cfg: RetrievalConfig | None = None, now: datetime | None = None,
              allowed_ids: frozenset[str] | None = None, index: RouteIndex | None = None) -> EvidenceBundle:
@@ -456,8 +483,10 @@ def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Seque
     items: list[EvidenceItem] = []
     for n, fid in enumerate(order, start=1):
         f = sub.facts[fid]
-        path = sub.concept_paths.get(fid, ())
-        state = derive_state(f, rels_of[fid] if cfg.traverse else [], sub.facts, path, now)
+        state = _state(index, f, sub, rels_of[fid], now) if cfg.traverse and allowed_ids is None else None
+        if state is None:
+            path = sub.concept_paths.get(fid, ())
+            state = derive_state(f, rels_of[fid] if cfg.traverse else [], sub.facts, path, now)
         items.append(EvidenceItem(alias=f"F{n}", fact=f, state=state, seed=fid in seed_score,
                                   score=seed_score.get(fid), group=comp[fid],
                                   brief=brief(f, index, query, cfg.broad_line_words) if broad else None))

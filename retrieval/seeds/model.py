@@ -156,6 +156,9 @@ class RouteIndex:
     concept_centroids: dict[str, np.ndarray] = field(default_factory=dict)
     # Per row, computed on first use (only a config with ``min_information`` reads it): see information.
     _information: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+    # fact id -> its RelationalState over all its relations, for a fact whose state does not depend on
+    # the instant (no expiry, no valid_to): filled and read by retrieval (retrieval/retrieve.py), per version
+    states: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def information(self, measure: InformationMeasure = "sum") -> np.ndarray:
         """Per row: how much the statement says (``information_of``), its holder's name left out, over
