@@ -166,6 +166,14 @@ class EmbeddedStore:
 
     # -- snapshot / commit --
     def load_snapshot(self, user_id: str) -> Snapshot:
+        return self._snapshot(user_id, edits=True)
+
+    def index_snapshot(self, user_id: str) -> Snapshot:
+        """``load_snapshot`` without the edit log (empty ``edits``): what the route index is built from
+        (retrieval/seeds/index.py), where reading and parsing the log was a quarter of the snapshot."""
+        return self._snapshot(user_id, edits=False)
+
+    def _snapshot(self, user_id: str, edits: bool) -> Snapshot:
         with self._lock:
             p = {"u": user_id}
             s = Snapshot(user_id=user_id)
@@ -181,7 +189,7 @@ class EmbeddedStore:
                 s.facts[f.fact_id] = f
             for rel in self._relations(Q.LOAD_SUPERSEDES, Q.LOAD_CONFLICTS, p):
                 s.relations[rel.key] = rel
-            for r in self._q(Q.LOAD_EDITS, p):
+            for r in self._q(Q.LOAD_EDITS, p) if edits else ():
                 e = self._edit(r)
                 s.edits[e.edit_id] = e
             s.turn_ids = {r[0] for r in self._q(Q.LOAD_TURN_IDS, p)}

@@ -197,7 +197,8 @@ class RouteIndexCache:
 
                 idx = build_index(None, [], token, self.embed, memo, base=base, changes=chain, fetch_turns=fetch)
             else:
-                snap = store.load_snapshot(user_id)
+                # without the edit log where the store can (the index reads none of it)
+                snap = getattr(store, "index_snapshot", store.load_snapshot)(user_id)
                 stored = store.turns(user_id, sorted(snap.turn_ids)) if snap.turn_ids else []
                 turns = [(t.turn_id, t.role, t.text) for t in stored]
                 when = {t.turn_id: (t.at, t.seq) for t in stored}

@@ -26,6 +26,14 @@ class Grow:
     def __init__(self, first: np.ndarray) -> None:
         self.buf, self.n = np.array(first), len(first)
 
+    @classmethod
+    def wrap(cls, first: np.ndarray) -> Grow:
+        """A Grow over ``first`` itself, not a copy (it may be a view of a larger array: ``first`` is full,
+        so the first append moves to a buffer of its own and never writes past it)."""
+        g = cls.__new__(cls)
+        g.buf, g.n = first, len(first)
+        return g
+
     def append(self, rows: np.ndarray) -> None:
         k, n = len(rows), self.n
         buf = self.buf
@@ -85,21 +93,41 @@ class TextIndex:
         self.idf: Mapping[str, float] = _Idf(self)
 
     def _add(self, docs: Sequence[str]) -> None:
-        tfs = [Counter(terms(d, self.stemmed)) for d in docs]
-        lens = np.asarray([sum(tf.values()) for tf in tfs], dtype=np.int64)
-        by_term: dict[str, tuple[list[int], list[int]]] = {}
-        for i, tf in enumerate(tfs, start=self.n):
-            for w, f in tf.items():
-                d, c = by_term.setdefault(w, ([], []))
-                d.append(i)
-                c.append(f)
-        for w, (d, c) in by_term.items():
-            got = self.post.get(w)
-            if got is None:
-                self.post[w] = (Grow(np.asarray(d, dtype=np.int64)), Grow(np.asarray(c, dtype=np.int64)))
-            else:
-                got[0].append(np.asarray(d, dtype=np.int64))
-                got[1].append(np.asarray(c, dtype=np.int64))
+        # every (term, doc, frequency) of the new documents in one pass, then one stable sort by term:
+        # each term's new postings are a slice (docs ascending), not a list grown term by term
+        vocab: dict[str, int] = {}
+        tids: list[int] = []
+        rows: list[int] = []
+        freqs: list[int] = []
+        lens = np.zeros(len(docs), dtype=np.int64)
+        for k, doc in enumerate(docs):
+            words = terms(doc, self.stemmed)
+            lens[k] = len(words)
+            row = self.n + k
+            for w, f in Counter(words).items():
+                t = vocab.get(w)
+                if t is None:
+                    t = vocab[w] = len(vocab)
+                tids.append(t)
+                rows.append(row)
+                freqs.append(f)
+        if tids:
+            by = np.asarray(tids, dtype=np.int64)
+            order = np.argsort(by, kind="stable")
+            d_all = np.asarray(rows, dtype=np.int64)[order]
+            c_all = np.asarray(freqs, dtype=np.int64)[order]
+            ends = np.cumsum(np.bincount(by, minlength=len(vocab))).tolist()
+            start = 0
+            for w, t in vocab.items():  # term ids follow first appearance, as ``ends`` does
+                end = ends[t]
+                d, c = d_all[start:end], c_all[start:end]
+                start = end
+                got = self.post.get(w)
+                if got is None:
+                    self.post[w] = (Grow.wrap(d), Grow.wrap(c))
+                else:
+                    got[0].append(d)
+                    got[1].append(c)
         self.lens.append(lens)
         self.n += len(docs)
         self.total += int(lens.sum())
