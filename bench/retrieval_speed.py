@@ -2,7 +2,7 @@
 
 Builds a store of U users x F facts (384-d random unit embeddings, statements from a fixed vocabulary),
 with SUPERSEDES chains and CONFLICTS_WITH pairs, then times ``retrieve()`` (embedding excluded: the
-query vector is given) on each backend, and in the same run an exact numpy brute-force top-K over
+query vector is given) on each backend, in wall time and in the calling thread's CPU time, and in the same run an exact numpy brute-force top-K over
 that user's facts: the floor no database can beat. Prints p50/p95, the ratio to the floor, where the
 time goes per stage and per seed route, and the bulk-load rate. Retrieval runs as ``Memory.retrieve``
 does: all seed routes over the per-user RouteIndex (built on each user's first query: "cold"), the
@@ -118,25 +118,29 @@ def run_backend(name: str, args: argparse.Namespace, users: list[tuple[str, Edit
             return rc.use(store, u, lambda index: retrieve(store, u, qt, qv.tolist(), cfg, index=index))
 
         # warm-up: one query per user (the per-user search cache and route index are built here)
-        cold = []
+        cold, cold_cpu = [], []
         for ui, qv, qt in queries[: len(users)]:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             one(ui, qv, qt)
             cold.append((time.perf_counter() - t) * 1e3)
+            cold_cpu.append((time.thread_time() - c) * 1e3)
         total: list[float] = []
+        cpu: list[float] = []
         stages: dict[str, list[float]] = {"seeds": [], "traverse": [], "assemble": []}
         stages.update({f"route_{r}": [] for r in (ROUTES if use_routes else ())})
         added = []
         for ui, qv, qt in queries:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.thread_time()
             b = one(ui, qv, qt)
             total.append((time.perf_counter() - t) * 1e3)
+            cpu.append((time.thread_time() - c) * 1e3)
             for k in stages:
                 stages[k].append(b.explain.timings_ms[k])
             added.append(len(b.explain.added_by_traversal))
         n_facts = sum(len(ids) for _, _, _, ids in users)
         return {"backend": name, "load_s": load_s, "load_facts_per_s": n_facts / load_s,
                 "p50_ms": pct(total, 50), "p95_ms": pct(total, 95), "cold_p50_ms": pct(cold, 50),
+                "cpu_p50_ms": pct(cpu, 50), "cold_cpu_p50_ms": pct(cold_cpu, 50), "loadavg": os.getloadavg(),
                 "stages_p50_ms": {k: pct(v, 50) for k, v in stages.items()},
                 "traversal_added_mean": statistics.fmean(added), "n_queries": len(queries)}
     finally:
@@ -212,13 +216,16 @@ def main() -> int:
     c = results["config"]
     print(f"retrieve() over {c['users']} users x {c['facts']} facts, {c['dim']}-d, K={c['k']}, {len(queries)} queries")
     print(f"{'backend':<12}{'p50 ms':>9}{'p95 ms':>9}{'x floor':>9}{'cold p50':>10}{'seeds':>8}{'trav':>8}{'asm':>8}"
-          f"{'load f/s':>10}")
+          f"{'load f/s':>10}{'cpu p50':>9}{'cold cpu':>10}")
     fl = results["floor"]
     print(f"{'numpy-floor':<12}{fl['p50_ms']:>9.3f}{fl['p95_ms']:>9.3f}{1:>9.1f}")
     for n, r in results["backends"].items():
         s = r["stages_p50_ms"]
         print(f"{n:<12}{r['p50_ms']:>9.2f}{r['p95_ms']:>9.2f}{r['ratio_to_floor_p50']:>9.0f}{r['cold_p50_ms']:>10.1f}"
-              f"{s['seeds']:>8.2f}{s['traverse']:>8.2f}{s['assemble']:>8.2f}{r['load_facts_per_s']:>10.0f}")
+              f"{s['seeds']:>8.2f}{s['traverse']:>8.2f}{s['assemble']:>8.2f}{r['load_facts_per_s']:>10.0f}"
+              f"{r['cpu_p50_ms']:>9.2f}{r['cold_cpu_p50_ms']:>10.1f}")
+    print(f"load average {', '.join(f'{x:.1f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs; cpu = this thread's CPU "
+          "time per request (time.thread_time: on a loaded box wall time also counts waiting for a core)")
     for n, r in results["backends"].items():
         per_route = {k[6:]: round(v, 3) for k, v in r["stages_p50_ms"].items() if k.startswith("route_")}
         if per_route:

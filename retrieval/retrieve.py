@@ -186,7 +186,7 @@ def fuse_routes(hits: dict[str, list[tuple[str, float, int]]], cfg: RetrievalCon
             hw = by_holder[h] = cfg.holder_weight(h)
         score[fid] *= hw * prior.get(fid, 1.0)
     dense = {fid: s for fid, s, _ in hits.get("fact_dense", [])}
-    ranked = sorted(score, key=lambda f: (-score[f], -dense.get(f, -1.0), f))
+    ranked = [f for _, _, f in sorted([(-s, -dense.get(f, -1.0), f) for f, s in score.items()])]
     if facts is None:
         best = ranked[: cfg.k]
     else:

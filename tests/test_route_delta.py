@@ -174,3 +174,37 @@ def test_tie_order_values_sort_as_the_keys_whatever_the_append_order() -> None:
     for k in range(2, len(squeeze)):
         grown = grown.add([squeeze[k]], squeeze[:k + 1])
     assert sorted(range(len(squeeze)), key=lambda r: grown.values[r]) == sorted(range(len(squeeze)), key=lambda r: squeeze[r])
+
+
+def test_states_kept_per_version_are_the_ones_derived_at_each_request(tmp_path: Path) -> None:
+    """Retrieval keeps a fact's relational state on its index version (retrieval/retrieve.py: _state);
+    every state it hands out equals ``derive_state`` over the fact's relations in the snapshot, and a
+    fact that expires is derived at each request's instant, never kept."""
+    from graph.rules import derive_state
+
+    store = EmbeddedStore(tmp_path / "db")
+    store.setup()
+    mem = Memory(store, EMB)
+    rng, known = random.Random(5), list[str]()
+    for s in range(5):
+        mem.apply(_session("cy", s, rng, known))
+    trip = Fact(fact_id="cy:trip", user_id="cy", statement="Likes beach hiking in Paris", expired_at=T0 + timedelta(days=30))
+    mem.apply(EditBatch(user_id="cy", edits=[AttachFact(fact=trip, concept_id="cy:c3")]))
+    idx = mem.routes.get(store, "cy")
+    snap = store.load_snapshot("cy")
+    cfg = RetrievalConfig(k=8)
+    seen: dict[object, str] = {}
+    for now in (T0, T0 + timedelta(days=60), T0):
+        for q in ["beach hiking Paris", "what does Caroline like about sushi?", "knee cello tax", "Likes dog"]:
+            got = retrieve(store, "cy", q, EMB.embed([q])[0].tolist(), cfg, index=idx, now=now)
+            for it in got.items:
+                f = it.fact
+                rels = [r for r in snap.relations.values() if f.fact_id in (r.src, r.dst)]
+                cid = snap.fact_concept.get(f.fact_id)
+                assert it.state == derive_state(f, rels, snap.facts, snap.concept_path(cid) if cid else (), now)
+                if f.fact_id == "cy:trip":
+                    seen[now] = it.state.validity
+    assert seen == {T0: "current", T0 + timedelta(days=60): "expired"}
+    assert idx.states and "cy:trip" not in idx.states  # kept for the others, derived each time for the expiring one
+    assert any(s.relations for s in idx.states.values())
+    mem.close()
