@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime
 
 from graph.models import FactKind
 from induction.config import OfflineExtractorConfig
@@ -30,7 +31,7 @@ from induction.evidence import select_evidence
 from induction.extract import CandidateFact, Cue, ExtractionResult, make_fact_id
 from induction.session import Session
 from induction.scope import scopes_in
-from induction.timeexpr import find_ends, valid_to_for
+from induction.timeexpr import Bound, find_ends, valid_to_for
 from induction.timex import TimeRef, annotate, find_times
 
 _I = r"(?:I|I'm|I've|I'd|I'll|I am|Im|Ive)"
@@ -125,6 +126,9 @@ STOP = frozenset("a an and are as at be been but by did do does for from had has
 # early. ... if I control the schedule, ..."): the turn's phrases are the scope it was stated under.
 _SCOPED_KINDS = frozenset({"preference", "constraint", "plan", "belief", "circumstance"})
 _TURN_SCOPE_KINDS = frozenset({"preference", "constraint", "plan"})
+# A past-tense verb of the speaker, in any register ("we went", "i tried", "I was"): what happened is not scoped.
+_TOLD_PAST = re.compile(r"\b(?:I|we)\s+(?:(?:just|already|then|also|never|once)\s+)?(?:was|were|had|did|went|came|saw|felt|"
+                        r"found|made|got|took|became|began|thought|knew|told|said|spent|met|left|\w{2,}ed)\b", re.I)
 
 
 # Topic lexicon for concept assignment: ordered; the first topic with the most hits wins.
@@ -407,11 +411,15 @@ class OfflineExtractor:
             if times:
                 quals["when"] = times[0].iso
                 quals["time_expression"] = times[0].text
-            own = scopes_in(raw) if kind in _SCOPED_KINDS else []
+            # a statement no cue word classed ("For my blog, British spelling.", "on weekends i sleep in till 10")
+            # is scoped like a state unless it tells what happened
+            scoped = kind in _SCOPED_KINDS or (not certain and kind == "experience" and not _TOLD_PAST.search(raw))
+            own = scopes_in(raw) if scoped else []
             if not own and kind in _TURN_SCOPE_KINDS:
                 own = turn_scope
             # "in spring 2026" dates the statement, it does not scope it
-            dated = [b.text.lower() for b in find_ends(raw, ref)]
+            bounds = find_ends(raw, ref)
+            dated = [b.text.lower() for b in bounds]
             own = [o for o in own if not any(o.lower() in t for t in dated)]
             scope = "; ".join(own) if own else None
             ends = valid_to_for(kind, raw, ref)
@@ -421,11 +429,20 @@ class OfflineExtractor:
             out.append(CandidateFact(
                 fact_id=make_fact_id(session.user_id, session.session_id, (tid,), statement, n),
                 statement=statement, kind=kind, holder=holder, evidence=raw.strip(), source_turn_ids=(tid,),
-                order=(seq, n), observed_at=ref, valid_from=times[0].start if times else None,
+                order=(seq, n), observed_at=ref, valid_from=_start_of(times, bounds),
                 valid_to=ends.end if ends is not None else None, scope=scope, qualifiers=quals,
                 confidence=0.8 if _FIRST_PERSON.search(raw) else 0.6, kind_certain=certain,
                 concept=(topic,) if holder == "user" else (holder, topic), cues=tuple(cues)))
         return out
+
+
+def _start_of(times: list[TimeRef], bounds: list[Bound]) -> datetime | None:
+    """When the statement holds from: its first time expression, except one inside a bounding expression
+    ("until the end of next week", "till 5 July"), which names when the state ends, not when it holds."""
+    for t in times:
+        if not any(b.bounding and b.span[0] <= t.span[0] and t.span[1] <= b.span[1] for b in bounds):
+            return t.start
+    return None
 
 
 def extract_offline(session: Session, cfg: OfflineExtractorConfig | None = None) -> list[CandidateFact]:

@@ -9,11 +9,14 @@ read the shapes, not a list of situations:
   A past-tense clause ("when I was a kid", "if I knew") dates or imagines, it does not scope; "if"
   after know/wonder/see... is "whether"; "while" with a finite clause is usually a contrast.
 - a fronted framing phrase ending in a comma: "For trips or group projects, …", "On weekdays, …",
-  "As a teacher, …" (discourse markers such as "For example," or "In general," excepted).
+  "As a teacher, …" (discourse markers such as "For example," or "In general," excepted), or without its
+  comma, ended by the clause's first-person subject: "For running I use …", "During Ramadan we …"; in the
+  chat register also lower case ("for invoices i use a spreadsheet").
 - a domain phrase: "when it comes to X", "for my own projects", "in my free time" (not any possessive:
   "for my store", "in our community" are complements).
-- company, time and place: "with friends", "with my sister", "on weekdays", "in the mornings",
-  "during the week", "at work", "on work trips", and "by myself" / "on my own" / "for myself".
+- company, time and place: "with friends", "with my sister", "around my kids", "on weekdays", "on
+  weeknights", "in the mornings", "during the week", "after 3pm", "before bed", "at work", "on work trips",
+  and "by myself" / "on my own" / "for myself".
 
 ``scopes_in`` returns the phrases in the order said, lower-cased at the start (so a renderer can write
 "only for work trips" and "when I travel" alike), at most ``limit`` of them. The table of cases is in
@@ -30,7 +33,7 @@ _TYPO = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"
 # --- condition clauses -------------------------------------------------------------------------------
 _SUB = r"(?:only if|only when|even when|even if|whenever|as long as|so long as|provided(?: that)?|when|if|unless|once)"
 # What may open the clause: a subject (pronoun, determiner + noun, a number) or a gerund ("when traveling").
-_OPENER = (r"(?:I|I'm|I've|we|we're|we've|it|it's|they|they're|there|this|that|these|those|the|a|an|my|our|"
+_OPENER = (r"(?:I|I'm|I've|im|ive|we|we're|we've|it|it's|they|they're|there|this|that|these|those|the|a|an|my|our|"
            r"someone|people|everyone|one|two|three|both|each|any|[a-z]+ing)")
 _BOUNDARY = (r"(?=\s*(?:[,;:.!?()\"]|\s-\s|$|\bbut\b|\band (?:I|we)\b|\bI\b(?!'m|'ve)|"
              r"\b(?:we|they|you|it) (?:can|will|could|should|would|may|might|must)\b))")
@@ -53,9 +56,21 @@ _DISCOURSE_PHRASES = frozenset({"now", "example", "instance", "me", "sure", "onc
                                 "that purpose", "the rest", "most", "some", "many", "one", "the better", "good",
                                 "real", "certain", "sure", "the life of me", "my part", "our part", "a few weeks",
                                 "now though", "context", "reference", "clarity", "simplicity", "convenience",
-                                "my own sake", "everyone's sake"})
-FRONTED = re.compile(r"(?:^|(?<=[.!?;]\s))(?:(?:For|On|In|At|During|With|Without|As)\s+(?:[A-Za-z'-]+\s+){0,4}?[A-Za-z'-]+)"
-                     r"(?=\s*,)")
+                                "my own sake", "everyone's sake", "first", "last", "least", "best", "worst", "times",
+                                "the beginning", "the start", "hindsight", "retrospect", "fairness", "truth", "effect",
+                                "turn", "return", "response", "that time", "this time", "the meantime", "a sense",
+                                "advance", "case", "particular", "person", "private", "public", "all", "all honesty",
+                                "honesty", "luck", "time", "between", "that", "this", "which", "it", "them", "all that",
+                                "all this", "that happened", "this happened", "a while"})
+_SUBJ = r"(?:I|i|we|We|im|ive)"
+FRONTED = re.compile(rf"(?:^|(?<=[.!?;]\s))(?:(?:[Ff]or|[Oo]n|[Ii]n|[Aa]t|[Dd]uring|[Ww]ith|[Ww]ithout|[Aa]round|[Bb]efore|"
+                     rf"[Aa]fter|As)\s+(?:(?!{_SUBJ}\b)[A-Za-z'-]+\s+){{0,6}}?(?!{_SUBJ}\b)[A-Za-z'-]+)(?=\s*,)")
+# The same fronted phrase without its comma, read up to the clause's first-person subject: "For running I use
+# Strava", "During Ramadan I eat after sunset", "With my landlord I'd rather keep it in writing", "At the market
+# in my village I pay cash". The subject is what ends the phrase, so only I / we (with a contraction) count.
+FRONTED_BARE = re.compile(rf"(?:^|(?<=[.!?;]\s))(?:(?:[Ff]or|[Oo]n|[Ii]n|[Aa]t|[Dd]uring|[Ww]ith|[Ww]ithout|[Aa]round)\s+"
+                          rf"(?:(?!{_SUBJ}\b)[A-Za-z'-]+\s+){{0,5}}?(?!{_SUBJ}\b)[A-Za-z'-]+)"
+                          rf"(?=\s+{_SUBJ}(?:'d|'m|'ll|'ve|'re)?\s+[a-z])")
 # "for my store", "in our community", "in my corner" are complements, not conditions: only a few
 # possessive shapes are scopes, the user's own things and free time.
 DOMAIN = re.compile(
@@ -66,7 +81,11 @@ DOMAIN = re.compile(
 SETTING = re.compile(
     r"\b(?:with (?:the |my |our )?(?:friends|family|kids|children|partner|wife|husband|colleagues|coworkers|team|"
     r"clients|guests|others|other people|groups?|strangers|parents|siblings|sisters?|brothers?|mom|dad|son|daughter)"
-    r"|on (?:weekdays|weekends?|workdays|work days|school nights|holidays|(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?)"
+    r"|on (?:weekdays|weekends?|weeknights|week nights|workdays|work days|school nights|holidays|"
+    r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?)"
+    r"|(?:after|before) (?:\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm|a\.m\.|p\.m\.)|\d{1,2}(?::\d\d)|noon|midday|midnight|dinner|"
+    r"lunch|breakfast|work|school|bed|bedtime|dark|sunset|sunrise)"
+    r"|around (?:the |my |our )?(?:kids|children|family|parents|grandparents|in-laws|colleagues|clients|strangers|guests)"
     r"|(?:during|in) (?:the )?(?:week|work ?days?|work hours|summer|winter|spring|fall|autumn|mornings?|evenings?|"
     r"afternoons?|holidays|rainy season)"
     r"|at (?:work|home|the office|night|the gym|school|restaurants?)"
@@ -110,7 +129,7 @@ def _conditions(text: str) -> list[tuple[int, str]]:
 
 def _framed(text: str) -> list[tuple[int, str]]:
     out: list[tuple[int, str]] = []
-    for m in FRONTED.finditer(text):
+    for m in [*FRONTED.finditer(text), *FRONTED_BARE.finditer(text)]:
         ph = m.group(0).strip()
         prep, _, obj = ph.partition(" ")
         if obj.lower() in _DISCOURSE_PHRASES or obj.lower().split()[0] in ("example", "instance", "now", "me"):

@@ -32,12 +32,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from induction.timex import find_times
+
 _NUM = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
         "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "a couple of": 2, "couple of": 2, "a few": 3, "few": 3,
         "several": 3, "a couple": 2}
 _NUM_RE = (r"\d+|a couple(?: of)?|couple of|a few|few|several|an|a|one|two|three|four|five|six|seven|eight|nine|ten|"
            r"eleven|twelve")
-_UNIT_RE = r"(day|week|month|year)s?"
+_UNIT_RE = r"(day|week|fortnight|month|year|wk|mth|yr)s?"
+_UNIT_NAME = {"wk": "week", "mth": "month", "yr": "year"}
 # "May" only capitalised: lower-case "may" is the modal verb
 _MONTHS = {m.lower(): i for i, m in enumerate(calendar.month_name) if m} | {
     m.lower(): i for i, m in enumerate(calendar.month_abbr) if m and m != "May"}
@@ -78,6 +81,9 @@ def _midnight(d: datetime) -> datetime:
 
 def _add(ref: datetime, n: int, unit: str) -> datetime:
     u = unit.lower().rstrip("s")
+    u = _UNIT_NAME.get(u, u)
+    if u == "fortnight":
+        u, n = "week", 2 * n
     if u == "day":
         return _midnight(ref) + timedelta(days=n + 1)
     if u == "week":
@@ -142,6 +148,42 @@ def _weekday_end(ref: datetime, name: str, nxt: bool) -> datetime:
     return d + timedelta(days=delta + 1)
 
 
+def _easter(year: int) -> tuple[int, int]:
+    """(month, day) of Western Easter Sunday (the anonymous Gregorian computus)."""
+    a, b, c = year % 19, year // 100, year % 100
+    d, e = b // 4, b % 4
+    g = (8 * b + 13) // 25
+    h = (19 * a + b - d - g + 15) % 30
+    i, k = c // 4, c % 4
+    l_ = (32 + 2 * e + 2 * i - h - k) % 7
+    m = (a + 11 * h + 22 * l_) // 451
+    n = h + l_ - 7 * m + 114
+    return n // 31, n % 31 + 1
+
+
+def _holiday_end(ref: datetime, name: str) -> datetime:
+    """Until a fixed holiday comes: its next occurrence (Christmas Day, New Year's Day, Easter Sunday, Halloween)."""
+    key = name.lower().replace("'s", "").replace("xmas", "christmas").split()[0]
+    for y in (ref.year, ref.year + 1):
+        month, day = _easter(y) if key == "easter" else {"christmas": (12, 25), "new": (1, 1), "halloween": (10, 31)}[key]
+        d = datetime(y, month, day, tzinfo=ref.tzinfo)
+        if d > ref:
+            return d
+    return datetime(ref.year + 1, 1, 1, tzinfo=ref.tzinfo)
+
+
+def _day_of_month_end(ref: datetime, day: int) -> datetime:
+    """'until the 20th': that day of this month, or of the next if it is past; the end of that day."""
+    d = _midnight(ref)
+    for k in (0, 1, 2):
+        y, m = divmod(d.year * 12 + d.month - 1 + k, 12)
+        if day <= calendar.monthrange(y, m + 1)[1]:
+            end = datetime(y, m + 1, day, tzinfo=ref.tzinfo) + timedelta(days=1)
+            if end > ref:
+                return end
+    raise ValueError(day)
+
+
 _Resolver = Callable[[re.Match[str], datetime], datetime | None]
 
 
@@ -168,13 +210,26 @@ def _safe(f: _Resolver) -> _Resolver:
 
 
 PATTERNS: tuple[Pattern, ...] = (
-    Pattern("until_end_of", "'until / till / through the end of' + a period (semester, term, month, year, week, "
+    Pattern("date_range", "'from' a day 'to / until / through / -' a later day ('away from 3 to 10 May', 'from May 3 "
+            "through May 10'): until the second day is over",
+            _rx(rf"\bfrom (?:the )?[\w ,]{{1,20}}?(?: (?:to|until|till|through|thru) |\s*[-\u2013]\s*)(?:the )?(?:(\d{{1,2}})(?:st|nd|rd|th)? "
+                rf"(?:of )?({_MONTH_RE})|({_MONTH_RE}) (\d{{1,2}})(?:st|nd|rd|th)?)(?:,? ((?:19|20)\d\d))?\b"),
+            _safe(lambda m, r: _date_end(m, r)), True),
+    Pattern("until_end_of", "'until / till / through (the) end of' + a period (semester, term, month, year, week, "
             "summer, …): the state holds until that period is over",
-            _rx(rf"\b(?:until|till|til|through|to) the end of (?:the |this |my )?(semester|term|school year|month|year|week|"
+            _rx(rf"\b(?:until|till|til|through|to) (?:the )?end of (?:the |this |my )?(semester|term|school year|month|year|week|"
                 rf"{_SEASON_RE})\b"),
             _safe(lambda m, r: _semester_end(r) if m.group(1).lower() in ("semester", "term", "school year")
                   else _season_end(_season_year(r, m.group(1).lower(), "bare"), m.group(1).lower(), r.tzinfo)
                   if m.group(1).lower() in _SEASON_START else _unit_end(r, m.group(1), 0)), True),
+    Pattern("until_end_of_month", "'until / till / through (the) end of' + a month name: until that month is over",
+            _rx(rf"\b(?:until|till|til|through|to) (?:the )?end of ({_MONTH_RE})\b(?! \d)"),
+            _safe(lambda m, r: _next_month_end(r, _MONTHS[m.group(1).lower()], False)), True),
+    Pattern("until_date", "'until / till' + a day of a month ('until 5 July', 'till March 3rd', 'until the 9th of "
+            "June 2026'): until that day is over",
+            _rx(rf"\b(?:until|till|til|through) (?:the )?(?:(\d{{1,2}})(?:st|nd|rd|th)? (?:of )?({_MONTH_RE})|({_MONTH_RE}) "
+                rf"(?:the )?(\d{{1,2}})(?:st|nd|rd|th)?)(?:,? ((?:19|20)\d\d))?\b"),
+            _safe(lambda m, r: _date_end(m, r)), True),
     Pattern("rest_of", "'for the rest of' + this period: until the current week, month, year or semester ends",
             _rx(r"\bfor the rest of (?:the |this )?(semester|term|week|month|year)\b"),
             _safe(lambda m, r: _semester_end(r) if m.group(1).lower() in ("semester", "term") else _unit_end(r, m.group(1), 0)),
@@ -188,6 +243,32 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern("for_duration", "'for' + a count + a unit, not in the perfect ('I've been … for three years'): a "
             "duration from the moment it was said",
             _rx(rf"\bfor (?:another |at least |about |around )?({_NUM_RE}) (?:more )?{_UNIT_RE}\b(?! ago| now)"),
+            _safe(lambda m, r: _add(r, _num(m.group(1)), m.group(2))), True),
+    Pattern("until_day_of_month", "'until / till the' + an ordinal day, no month ('till the 20th'): this month's, or the "
+            "next month's when it is past",
+            _rx(r"\b(?:until|till|til|through) the (\d{1,2})(?:st|nd|rd|th)\b(?! (?:of )?[A-Za-z]{3})"),
+            _safe(lambda m, r: _day_of_month_end(r, int(m.group(1)))), True),
+    Pattern("until_rel", "'until / till' + tomorrow, tonight, the weekend, or next week / month / year: until that time "
+            "comes ('until the end of next week': until it is over)",
+            _rx(r"\b(?:until|till|til) (the end of )?(tomorrow|tonight|the weekend|(?:next|the coming) (?:week|weekend|month|year))\b"),
+            _safe(lambda m, r: _until_rel(m, r)), True),
+    Pattern("until_holiday", "'until / till / before' + a holiday (Christmas, xmas, New Year, Easter, Halloween): until it "
+            "comes",
+            _rx(r"\b(?:until|till|til|before) (?:after )?(christmas|xmas|new year's|new year|easter|halloween)\b"),
+            _safe(lambda m, r: _holiday_end(r, m.group(1))), True),
+    Pattern("through_named", "'through / thru' + a month or a weekday ('through March', 'thru Friday'): until it is over "
+            "(inclusive, unlike 'until')",
+            _rx(rf"\b(?:through|thru) (?:(?:the )?end of )?(?:({_MONTH_RE})|({_WEEKDAY_RE}))\b(?! \d)"),
+            _safe(lambda m, r: _next_month_end(r, _MONTHS[m.group(1).lower()], False) if m.group(1)
+                  else _weekday_end(r, m.group(2), False)), True),
+    Pattern("for_the_period", "'for / over / throughout the' + a period of the calendar ('for the weekend', 'over the "
+            "holidays', 'for the summer'): until the current or next such period is over",
+            _rx(rf"\b(?:for|over|throughout) the (day|week|weekend|month|year|holidays|{_SEASON_RE})\b(?! (?:of|after|before)\b)"),
+            _safe(lambda m, r: _period_end(r, m.group(1))), True),
+    Pattern("compound_duration", "a time-bounded arrangement named with a hyphenated duration ('on a three-month "
+            "secondment', 'doing a six-week course', 'for a two-week stay'): that long from when it was said",
+            _rx(rf"\b(?:on|doing|taking|in|for|during|with|starting|started|start|begin|beginning) (?:a|an|my|our|the) "
+                rf"({_NUM_RE}|\d+)-{_UNIT_RE}(?!-old)(?= (?!(?:week|weekend|weekends|day|days)\b)[a-z])"),
             _safe(lambda m, r: _add(r, _num(m.group(1)), m.group(2))), True),
     Pattern("until_month", "'until / till' + a month name (and year): until that month begins",
             _rx(rf"\b(?:until|till|til) (?:early |mid-?)?({_MONTH_RE})(?:,? ((?:19|20)\d\d))?\b(?! \d)"),
@@ -233,6 +314,29 @@ PATTERNS: tuple[Pattern, ...] = (
 )
 
 
+def _until_rel(m: re.Match[str], ref: datetime) -> datetime:
+    what, to_end = m.group(2).lower(), bool(m.group(1))
+    d = _midnight(ref)
+    if what in ("tomorrow", "tonight"):
+        return d + timedelta(days=2 if what == "tomorrow" and to_end else 1)
+    if what == "the weekend":
+        sat = d + timedelta(days=(5 - d.weekday()) % 7)
+        return sat + timedelta(days=2) if to_end else sat
+    unit = what.split()[-1]
+    return _unit_end(ref, unit, 1 if to_end else 0)
+
+
+def _period_end(ref: datetime, what: str) -> datetime:
+    w = what.lower()
+    if w in _SEASON_START:
+        return _season_end(_season_year(ref, w, "bare"), w, ref.tzinfo)
+    if w == "day":
+        return _midnight(ref) + timedelta(days=1)
+    if w == "holidays":  # the next holiday season of the calendar year: Christmas to New Year
+        return datetime(ref.year + 1, 1, 2, tzinfo=ref.tzinfo)
+    return _unit_end(ref, w, 0)
+
+
 def _date_end(m: re.Match[str], ref: datetime) -> datetime | None:
     day, mon = (m.group(1), m.group(2)) if m.group(1) else (m.group(4), m.group(3))
     month = _MONTHS[mon.lower()]
@@ -270,17 +374,88 @@ def find_end(text: str, ref: datetime | None) -> Bound | None:
     return found[0] if found else None
 
 
-_BOUNDABLE = frozenset({"constraint", "circumstance", "preference"})
+_BOUNDABLE = frozenset({"constraint", "circumstance", "preference", "belief"})
+# An intention said with its date is a plan whatever cue word the kind reader took: "we're planning a road trip
+# in August", "we want to relocate in spring 2026", "I'd like to be in Rome by June", "hoping to sell the flat
+# next year".
+_INTENT = re.compile(r"\b(?:plan(?:ning|s)? (?:a|an|the|our|my|some)\b|(?:want|wants|wanted|would like|'d like|hope|hoping|"
+                     r"intend|intending|aim|aiming|mean|meaning) to\b|(?:thinking|dreaming) (?:of|about)\b|"
+                     r"(?:I'm|I am|we're|we are|im) (?:off|heading|moving|flying|going)\b)", re.I)
+# A past-tense verb of the speaker: what happened, which no date after it turns into a plan.
+_SAID_PAST = re.compile(r"\b(?:I|we)\s+(?:(?:just|already|finally|then)\s+)?(?:was|were|did|went|came|saw|met|took|"
+                        r"made|left|ran|won|lost|\w{2,}ed)\b", re.I)
+_GRAIN_DAYS = {"day": 1, "week": 7}
+
+
+def _scheduled(text: str, ref: datetime) -> Bound | None:
+    """An event dated after the day it was said is an appointment ("I've got my driving test this Friday",
+    "the movers come on 3 March"): it holds until that day (week, month, year) is over. Its date comes
+    from ``induction.timex``, which reads "on Friday" as the last one and "this / next Friday" by the
+    calendar; an event told in the past tense stays what happened."""
+    if _SAID_PAST.search(text):
+        return None
+    day = _midnight(ref)
+    ends = find_ends(text, ref)
+    for t in find_times(text, ref):
+        start = t.start if t.start.tzinfo is not None else t.start.replace(tzinfo=ref.tzinfo)
+        if start <= day or _STARTS.search(text[: t.span[0]]):
+            continue
+        same = next((b for b in ends if b.span[0] < t.span[1] and t.span[0] < b.span[1] and b.end > start), None)
+        if same is not None:
+            end = same.end
+        elif t.granularity in _GRAIN_DAYS:
+            end = start + timedelta(days=_GRAIN_DAYS[t.granularity])
+        elif t.granularity == "month":
+            end = _month_start(start.year, start.month + 1, start.tzinfo)
+        else:
+            end = datetime(start.year + 1, 1, 1, tzinfo=start.tzinfo)
+        return Bound(text=t.text, span=t.span, end=end, cls="scheduled_event", bounding=False)
+    return None
+
+
+# An expression that says when a state *starts* ("starting next week", "from Monday", "as of March") ends nothing.
+_STARTS = re.compile(r"\b(?:starting|start|starts|from|beginning|begins|as of|effective|after|since)\s+(?:on\s+|in\s+)?$", re.I)
+# The period it is said in: "I'm swamped this week", "the lift is out today" hold for that period.
+_CURRENT = re.compile(r"^(?:this (?:week|weekend|month|year|spring|summer|fall|autumn|winter)|today|tonight|"
+                      r"this (?:morning|afternoon|evening))$", re.I)
+# ... unless the statement says something begins or was decided then ("today I decided to go vegan", "I'm
+# starting a new job this month"): a lasting state that opens in the period, not one bounded by it.
+_BEGINS = re.compile(r"\b(?:start\w*|begin\w*|began|becom\w+|became|decid\w+|switch\w*|chang\w+|turn\w*|"
+                     r"going|gonna|from now on|anymore|any more|no longer)\b", re.I)
+_STATES = frozenset({"constraint", "circumstance", "belief"})
+
+
+def _ends(text: str, ref: datetime) -> list[Bound]:
+    """The expressions that can end something said at ``ref``: after it, and not a start ("from Monday")."""
+    return [b for b in find_ends(text, ref) if b.end > ref and not _STARTS.search(text[: b.span[0]])]
 
 
 def valid_to_for(kind: str, text: str, ref: datetime | None) -> Bound | None:
-    """The bound that ends a statement of ``kind`` said at ``ref``, if any: for a plan the first expression
-    that ends after ``ref``, for a constraint, circumstance or preference the first *bounding* one; nothing
-    for what happened (an event, an experience) or a belief."""
-    if kind == "plan":
-        return next((b for b in find_ends(text, ref) if ref is not None and b.end > ref), None)
+    """The bound that ends a statement of ``kind`` said at ``ref``, if any:
+
+    - a plan (or an intention said with its date, ``_INTENT``): the first expression that ends after ``ref``;
+    - a constraint, circumstance, preference or belief: the first *bounding* one ("until", "for the next");
+      a constraint, circumstance or belief also ends with the period it is said in ("this week", "today")
+      and, said ahead of its date, with that date ("I'm in Leeds next Tuesday", ``_scheduled``);
+    - an event: only a date after the day it was said (an appointment, ``_scheduled``);
+    - an experience (what happened): nothing.
+
+    An expression that opens a state ("starting next week", "from Monday") ends nothing."""
+    if ref is None:
+        return None
+    ends = _ends(text, ref)
+    if kind == "plan" or (kind in _BOUNDABLE and _INTENT.search(text) and not _SAID_PAST.search(text)):
+        if ends or kind == "plan":
+            return ends[0] if ends else None
     if kind in _BOUNDABLE:
-        return next((b for b in find_ends(text, ref) if b.bounding and ref is not None and b.end > ref), None)
+        b = next((b for b in ends if b.bounding), None)
+        if b is not None or kind not in _STATES:
+            return b
+        b = None if _BEGINS.search(text) or _SAID_PAST.search(text) else next(
+            (b for b in ends if _CURRENT.match(b.text.strip())), None)
+        return b if b is not None else _scheduled(text, ref)
+    if kind == "event":
+        return _scheduled(text, ref)
     return None
 
 

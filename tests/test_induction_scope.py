@@ -54,6 +54,29 @@ from induction.session import Session, SessionTurn as Turn
     ("If there's anything else I can do, just let me know.", []),
     ("I have acquired some new pieces for my store.", []),  # a complement, not a condition
     ("Caroline went to the LGBTQ support group yesterday.", []),
+    # issue 44, later session (classes missing on the phrasing tuning half; sentences written here):
+    # a condition clause opened by the chat register's "im" / "ive"
+    ("when im streaming i mute the chat", ["when im streaming"]),
+    # a fronted phrase without its comma, ended by the first-person subject of the clause
+    ("For hill runs I wear the old trainers.", ["for hill runs"]),
+    ("During Lent we skip dessert.", ["during Lent"]),
+    ("With my accountant I'd rather talk on the phone.", ["with my accountant"]),
+    ("At the allotment next to the school we grow only beans.", ["at the allotment next to the school"]),
+    # a longer fronted phrase with its comma
+    ("For anything to do with my dad's pension, please cc my sister.", ["for anything to do with my dad's pension"]),
+    # ... but not a discourse opener or a time said bare
+    ("At first I found it hard.", []),
+    ("In fact we liked it.", []),
+    ("For years I lived on the coast.", []),
+    ("At least I tried.", []),
+    ("In 2019 I moved to Cork.", []),
+    ("After that, I called the plumber.", []),
+    # the chat register's lower-case fronted phrases and subjects; times of day and company as conditions
+    ("for invoices i use a spreadsheet", ["for invoices"]),
+    ("at the office im always on mute", ["at the office"]),
+    ("no fizzy drinks after 6pm for me", ["after 6pm"]),
+    ("On weeknights I keep dinner simple.", ["on weeknights"]),
+    ("Around my grandparents I speak only Polish.", ["around my grandparents"]),
 ])
 def test_scopes_in(text: str, expected: list[str]) -> None:
     assert scopes_in(text) == expected
@@ -81,6 +104,16 @@ def test_extracted_facts_carry_their_scope() -> None:
         == "when I design something for myself"
     # What happened once is not scoped by who was there.
     assert all(scope is None for st, scope in got.items() if st.startswith("Last summer"))
+
+
+def test_a_fact_no_cue_classed_keeps_its_scope_unless_it_tells_what_happened() -> None:
+    """A verbless or lower-case chat line ("For my podcast, clean language only.") gets no cue-word kind; its
+    fronted scope still holds. A past-tense line under the same phrase tells what happened and stays unscoped."""
+    got = _facts("For my podcast, clean language only.", "on sundays i cook for the whole street, keep sunday free",
+                 "For my podcast, I interviewed a beekeeper.")
+    assert got["For my podcast, clean language only."] == "for my podcast"
+    assert got["on sundays i cook for the whole street, keep sunday free"] == "on sundays"
+    assert got["For my podcast, I interviewed a beekeeper."] is None
 
 
 def test_a_scoped_fact_is_retrieved_out_of_scope_and_rendered_with_it(embedded_memory: Any) -> None:
