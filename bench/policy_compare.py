@@ -33,12 +33,24 @@ def table(base: dict[str, dict[str, object]], learned: dict[str, dict[str, dict[
     for i in ids:
         b = base[i]
         ev = float(b["lm/evidence/graded"])  # type: ignore[arg-type]
-        for cond in ("none", "evidence", "rule"):
+        for cond in base_conditions(base):
             out[cond][i] = {"acc": float(b[f"lm/{cond}/acc"]), "reward": float(b[f"lm/{cond}/graded"]) - ev}  # type: ignore[arg-type]
         for name, rows in learned.items():
             r = rows[i]
             out[name][i] = {"acc": float(r["lm/learned/acc"]), "reward": float(r["lm/learned/graded"]) - ev}  # type: ignore[arg-type]
     return out
+
+
+def base_conditions(base: dict[str, dict[str, object]]) -> list[str]:
+    """Every condition every base row has (none / evidence / rule, and oracle / wrong / learned when present).
+
+    >>> base_conditions({"a": {"lm/none/acc": 1, "lm/oracle/acc": 0}, "b": {"lm/none/acc": 0}})
+    ['none']
+    """
+    cols = [{k.split("/")[1] for k in r if k.startswith("lm/") and k.endswith("/acc")} for r in base.values()]
+    common = set.intersection(*cols) if cols else set()
+    order = ["none", "evidence", "rule"]
+    return [c for c in order if c in common] + sorted(common - set(order))
 
 
 def boot_ci(diffs: list[float], n: int = 2000, seed: int = 0) -> tuple[float, float, float]:
@@ -55,7 +67,8 @@ def boot_ci(diffs: list[float], n: int = 2000, seed: int = 0) -> tuple[float, fl
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--base", required=True, help="policy_reader output with none/evidence/rule.")
+    ap.add_argument("--base", required=True, help="policy_reader output with none/evidence/rule (and any other "
+                    "conditions it has: oracle, wrong, learned).")
     ap.add_argument("--learned", nargs="+", default=[], help="NAME=FILE: policy_reader output with learned.")
     ap.add_argument("--pairs", nargs="*", default=None, help="A-B differences to report (default: see doc).")
     ap.add_argument("--boot", type=int, default=2000)

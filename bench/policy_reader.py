@@ -36,6 +36,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--conditions", default="none,evidence,rule,learned",
                     help="Comma list of the conditions to run (learned needs --states).")
     ap.add_argument("--evidence-budget", type=int, default=None, help="Reader's evidence budget (words).")
+    ap.add_argument("--reader", default=None, help="A fine-tuned reader adapter (evomem train-reader, e.g. "
+                    "policy/artefact/smollm2-reader-v1); default: the base SmolLM2. Conditions oracle / wrong "
+                    "(policy.reader_tune.oracle_state: right roles / the two sides swapped) need neutral instances.")
+    ap.add_argument("--prompt", default=None, help="Answer prompt of the base reader (default memsyco; a fine-tuned "
+                    "reader uses the one its manifest names).")
     ap.add_argument("--summary-only", action="store_true", help="Only print the summary of --out.")
     ns = ap.parse_args(argv)
     out = Path(ns.out)
@@ -75,7 +80,10 @@ def run(ns: argparse.Namespace, out: Path) -> None:
                 d = json.loads(x)
                 states[d["instance_id"]] = d["state"]
     done = {json.loads(x)["instance_id"] for x in out.read_text().splitlines() if x.strip()} if out.is_file() else set()
-    reader = LMReader.smollm2(evidence_budget=ns.evidence_budget or EVIDENCE_BUDGET)
+    if ns.reader:
+        reader = LMReader.finetuned(ns.reader, **({"evidence_budget": ns.evidence_budget} if ns.evidence_budget else {}))
+    else:
+        reader = LMReader.smollm2(evidence_budget=ns.evidence_budget or EVIDENCE_BUDGET, prompt=ns.prompt or "memsyco")
     bow = AnswerReader(1.0)
     rule = RulePolicy()
     for inst in rows:
@@ -86,6 +94,11 @@ def run(ns: argparse.Namespace, out: Path) -> None:
         conds: dict[str, object] = {k: k for k in ("none", "evidence") if k in wanted}
         if "rule" in wanted:
             conds["rule"] = fit_state(rule.state(inst.request, bundle))
+        for k in ("oracle", "wrong", "oracle_rules", "wrong_rules"):
+            if k in wanted:
+                from policy.reader_tune import oracle_state
+
+                conds[k] = fit_state(oracle_state(inst, wrong=k.startswith("wrong"), rules=k.endswith("_rules")))
         if inst.instance_id in states and "learned" in wanted:
             conds["learned"] = fit_state(parse_state(states[inst.instance_id], inst.aliases))
         rec: dict[str, object] = {"instance_id": inst.instance_id, "family": inst.metadata.get("family", inst.category),

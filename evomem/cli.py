@@ -29,7 +29,7 @@ COMMAND_MODULES: dict[str, str] = {
     **dict.fromkeys(("ingest", "forget", "purge", "history"), "induction_cmds"),
     **dict.fromkeys(("serve", "serve-model", "vllm-command", "answer"), "serving_cmds"),
     "mcp": "mcp_cmds",
-    **dict.fromkeys(("build-data", "build-instances", "train-policy", "ship-policy"), "policy_cmds"),
+    **dict.fromkeys(("build-data", "build-instances", "train-policy", "ship-policy", "train-reader"), "policy_cmds"),
     "train-relations": "relations_cmds",
     "eval": "eval_cmds",
     **dict.fromkeys(("export", "import", "migrate", "facts", "profile"), "data_cmds"),

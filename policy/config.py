@@ -86,6 +86,9 @@ class AnswerModelSettings(BaseModel):
                                                   "log-likelihood (policy/lmreader.py, frozen; with reward.graded the "
                                                   "reward is P(reference) lift); chat: a ChatModel endpoint (vLLM "
                                                   "serving Qwen3-8B).")
+    reader_adapter: str | None = Field(default=None, description="lm only: a fine-tuned reader adapter folder "
+                                       "(`evomem train-reader`, e.g. policy/artefact/smollm2-reader-v1); None: the "
+                                       "base SmolLM2.")
     endpoint: ModelEndpointConfig | None = Field(default=None, description="The answer model's endpoint (chat only); "
                                                  "timeout_s there bounds each call, and a timeout drops the sample.")
     reader_ignored_weight: float = Field(default=0.0, ge=0, description="reader only: how much a fact the state "

@@ -73,6 +73,31 @@ class LMReader:
             p.requires_grad_(False)
         return cls(model, load_smollm2_tokenizer(), **kw)
 
+    @classmethod
+    def finetuned(cls, adapter: str, **kw: Any) -> LMReader:
+        """SmolLM2 with a reader adapter from ``evomem train-reader`` (``policy.reader_tune``) merged in, frozen:
+        offline, from the artefact folder alone (the base is the installed package). Its evidence budget is the
+        one it was trained with unless ``evidence_budget`` says otherwise."""
+        import json
+        from pathlib import Path
+
+        import torch
+        from peft import PeftModel
+        from transformers import AutoModelForCausalLM
+
+        from policy.models import load_smollm2_tokenizer, smollm2_hf_dir
+
+        folder = Path(adapter)
+        man = json.loads((folder / "reader_manifest.json").read_text())
+        base = AutoModelForCausalLM.from_pretrained(str(smollm2_hf_dir()), dtype=torch.float32)
+        model = PeftModel.from_pretrained(base, str(folder)).merge_and_unload().eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+        kw.setdefault("evidence_budget", int(man.get("evidence_budget", EVIDENCE_BUDGET)))
+        kw.setdefault("prompt", str(man.get("prompt", "memsyco")))
+        kw.setdefault("name", f"lm-smollm2+{man.get('version', 'reader')}")
+        return cls(model, load_smollm2_tokenizer(), **kw)
+
     # --- prompt ---------------------------------------------------------------------------------------
 
     def prompt_text(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None,

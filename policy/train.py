@@ -165,6 +165,8 @@ def build_answer_model(cfg: TrainConfig) -> tuple[AnswerModel, Judge | None]:
     if cfg.answer.kind == "lm":  # SmolLM2 scoring options by log-likelihood, frozen (policy/lmreader.py)
         from policy.lmreader import LMAnswerModel, LMReader
 
+        if cfg.answer.reader_adapter:
+            return LMAnswerModel(LMReader.finetuned(cfg.answer.reader_adapter)), None
         return LMAnswerModel(LMReader.smollm2()), None
     from llmclients.factory import make_chat_model
 

@@ -4,6 +4,7 @@
     evomem build-instances --out runs/policy-retrieved --memsyco-root ../shared/data/memsyco-bench
     evomem train-policy --config configs/grpo-cpu-smoke.yaml --set max_steps=3 output_dir=runs/smoke
     evomem ship-policy --run runs/grpo-cpu-smollm2-read --heldout runs/grpo-cpu-smollm2-read/heldout
+    evomem train-reader --config reader-smollm2 --set seed=0
 """
 
 from __future__ import annotations
@@ -211,11 +212,49 @@ def cmd_train_policy(opts: TrainPolicyOptions) -> int:
     return 0
 
 
+class TrainReaderOptions(CommonOptions):
+    config: str = Field(description="Reader fine-tune YAML (configs/reader-*.yaml) or a preset name (reader-smollm2).")
+    set: list[str] | None = Field(default=None, description="Overrides KEY=VALUE, e.g. seed=1 steps=40.")
+
+
+def load_reader_config(name: str, overrides: list[str] | None = None) -> Any:
+    from pathlib import Path
+
+    import yaml
+
+    from policy.config import apply_overrides, preset_candidates
+    from policy.reader_tune import ReaderTuneConfig
+
+    p = Path(name)
+    if p.suffix not in (".yaml", ".yml"):
+        found = next((c for c in preset_candidates(name) if c.is_file()), None)
+        if found is None:
+            raise FileNotFoundError(f"no preset {name!r} (configs/reader-*.yaml)")
+        p = found
+    return ReaderTuneConfig.model_validate(apply_overrides(yaml.safe_load(p.read_text()) or {}, list(overrides or [])))
+
+
+def cmd_train_reader(opts: TrainReaderOptions) -> int:
+    import os
+
+    from policy.reader_tune import train_reader
+
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    cfg = load_reader_config(opts.config, opts.set)
+    command = " ".join(["evomem train-reader --config", opts.config, *(["--set", *opts.set] if opts.set else [])])
+    res = train_reader(cfg, command=command)
+    obj: dict[str, Any] = res.model_dump()
+    _print(opts, obj, lambda: "\n".join(f"{k}: {v}" for k, v in obj.items()))
+    return 0
+
+
 COMMANDS: dict[str, Command] = {
     "build-data": (BuildDataOptions, cmd_build_data, "Build policy-training instances (JSONL + manifest)."),
     "build-instances": (BuildInstancesOptions, cmd_build_instances,
                         "Policy instances from real retrieval (ingest -> retrieve -> render; MemSyco held-out split)."),
     "train-policy": (TrainPolicyOptions, cmd_train_policy, "Train the Reasoning-State policy with GRPO (TRL + LoRA)."),
+    "train-reader": (TrainReaderOptions, cmd_train_reader,
+                     "Fine-tune the frozen LM answer model (LoRA on SmolLM2) to read evidence and Reasoning States."),
     "ship-policy": (ShipPolicyOptions, cmd_ship_policy,
                     "Copy a trained SmolLM2 adapter that passes the example-history check into the "
                     "package as the `shipped` policy, with its manifest."),
