@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 import time
+from pathlib import Path
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,9 @@ class CrossModelConfig(BaseModel):
     max_minutes: float = Field(default=14.0, gt=0, description="Training stops after this (the 20-minute preset bar).")
     val_negatives: int = Field(default=1500, ge=0, description="Unrelated validation pairs scored (all positives are).")
     infer_batch: int = Field(default=64, ge=1, description="Pairs per forward at ingest.")
+    lower_cache: str | None = Field(default=None, description="File that keeps the frozen lower states of every "
+                                    "statement read (float16, keyed by the base model, max_tokens and split): a rerun "
+                                    "on the same statements skips reading them (minutes on a loaded 2-core box).")
     thresholds: tuple[float, float, float] | None = Field(default=None, description="(supersede, conflict, same-holder "
                                                           "conflict) thresholds written into the manifest, used at "
                                                           "ingest (RelationModelConfig.cross_thresholds); chosen on the "
@@ -98,7 +102,11 @@ def train_cross(d: dict[str, Any], train_mask: np.ndarray, val_mask: np.ndarray,
         model = CrossRelationModel(net, _tokenizer(), mean, std, {"config": cc.model_dump()}, cache_size=10 ** 9)
         texts = list(dict.fromkeys([tn[i] for i in np.concatenate([tr, va])] + [to[i] for i in np.concatenate([tr, va])]))
         order = sorted(texts, key=len)  # similar lengths in a batch: less padding
+        _load_lower(model, cc)
+        fresh = [t for t in order if t not in model._cache]
         model._lower(order)
+        if fresh:
+            _save_lower(model, cc)
         log({"phase": "cross/data", "pairs": int(len(tr)), "distinct_pairs": int(len(np.unique(tr))),
              "statements": len(texts), "val_pairs": int(len(va)), "seconds": round(time.perf_counter() - t0, 1),
              **{f"count/{lab}": int((y[tr] == i).sum()) for i, lab in enumerate(LABELS)}})
@@ -110,8 +118,13 @@ def train_cross(d: dict[str, Any], train_mask: np.ndarray, val_mask: np.ndarray,
         rest = [p for n, p in net.named_parameters() if p.requires_grad and not n.startswith("upper.")]
         opt = torch.optim.AdamW([{"params": upper, "lr": cc.lr}, {"params": rest, "lr": cc.head_lr}], weight_decay=0.01)
         steps = cc.epochs * math.ceil(len(tr) / cc.batch_size)
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / max(1, steps // 10))
-                                                  * max(0.0, 1.0 - s / max(1, steps)))
+        t_fit, budget = time.perf_counter(), cc.max_minutes * 60 - (time.perf_counter() - t0)
+
+        def rate(s: int) -> float:  # warm-up, then linear decay to 0 by the last step or the time limit, first reached
+            done = max(s / max(1, steps), (time.perf_counter() - t_fit) / max(1.0, budget))
+            return min(1.0, (s + 1) / max(1, steps // 10)) * max(0.0, 1.0 - done)
+
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, rate)
         rng = np.random.default_rng(seed)
         step, stopped = 0, False
         for ep in range(cc.epochs):
@@ -157,6 +170,31 @@ def train_cross(d: dict[str, Any], train_mask: np.ndarray, val_mask: np.ndarray,
         return model, vs
     finally:
         torch.set_num_threads(old_threads)
+
+
+def _lower_key(cc: CrossModelConfig) -> str:
+    from induction.relations.cross import base_path
+
+    return f"{Path(base_path()).name}:{cc.split}:{cc.max_tokens}"
+
+
+def _load_lower(model: Any, cc: CrossModelConfig) -> None:
+    """Fill the model's statement cache from ``cc.lower_cache`` (another base, split or length: ignored)."""
+    import torch
+
+    if not cc.lower_cache or not Path(cc.lower_cache).is_file():
+        return
+    data = torch.load(cc.lower_cache, weights_only=True)
+    if data.get("key") == _lower_key(cc):
+        model._cache.update({t: h.float() for t, h in data["states"].items()})
+
+
+def _save_lower(model: Any, cc: CrossModelConfig) -> None:
+    import torch
+
+    if cc.lower_cache:
+        Path(cc.lower_cache).parent.mkdir(parents=True, exist_ok=True)
+        torch.save({"key": _lower_key(cc), "states": {t: h.half() for t, h in model._cache.items()}}, cc.lower_cache)
 
 
 def _tokenizer() -> Any:

@@ -177,30 +177,39 @@ class ModelAdjudicator:
         turns = _Turns(res, snap)
         topics = _TurnTopics()
         cross = getattr(self.model, "kind", "") == "cross"
-        if cross and not cfg.cross_top_k:  # every statement's lower states in one batch (with a screen: on demand)
-            texts = [r.candidate.statement for r in res.facts if r.duplicate_of is None]
-            texts += [self._text(n.fact_id, res, by_id) for ns in todo.values() for n in ns]
-            self.model._lower(list(dict.fromkeys(texts)))  # type: ignore[attr-defined]
+
+        def features(r: ResolvedFact, cands: list[Neighbour]) -> tuple[FactView, list[FactView], np.ndarray]:
+            c = r.candidate
+            new = self._view(c.fact_id, res, by_id, kinds, turns)
+            u = vecs.get(c.fact_id) if self.model.pair_embedding else None
+            views = [self._view(n.fact_id, res, by_id, kinds, turns) for n in cands]
+            t_new = c.source_turn_ids[0]
+            t_old = [turns.turn_of(n.fact_id) or "" for n in cands]
+            overlap = {t: self._turn_overlap(t_new, t, turns, topics) for t in dict.fromkeys(t_old)}
+            ranks = turn_ranks(overlap)
+            return new, views, np.stack([pair_features(new, v,
+                                                       PairContext(similarity=n.similarity, rank=k, n_candidates=len(cands),
+                                                                   same_concept=n.same_concept, near_concept=n.near_concept,
+                                                                   in_session=n.in_session, turn_sim=overlap[t],
+                                                                   turn_rank=ranks[t], n_turns=len(ranks)),
+                                                       u, vecs.get(n.fact_id), self.model.pair_embedding)
+                                         for k, (n, v, t) in enumerate(zip(cands, views, t_old))])
+
+        if cross:  # the lower states of every statement the cross pass will read, in one batch
+            texts: list[str] = []
+            for r in res.facts:
+                cands = todo.get(r.candidate.fact_id, [])
+                keep = self._kept(features(r, cands)[2]) if cands else np.zeros(0, np.int64)
+                if len(keep):
+                    texts += [r.candidate.statement] + [self._text(cands[k].fact_id, res, by_id) for k in keep]
+            self.model._lower(sorted(dict.fromkeys(texts), key=len))  # type: ignore[attr-defined]
 
         def propose(r: ResolvedFact, d: Decision, closed: set[str]) -> None:
             c = r.candidate
             cands = [n for n in todo[c.fact_id] if n.fact_id not in closed
                      and (not self.model.pair_embedding or n.fact_id in vecs)]
             if cands:
-                new = self._view(c.fact_id, res, by_id, kinds, turns)
-                u = vecs.get(c.fact_id) if self.model.pair_embedding else None
-                views = [self._view(n.fact_id, res, by_id, kinds, turns) for n in cands]
-                t_new = c.source_turn_ids[0]
-                t_old = [turns.turn_of(n.fact_id) or "" for n in cands]
-                overlap = {t: self._turn_overlap(t_new, t, turns, topics) for t in dict.fromkeys(t_old)}
-                ranks = turn_ranks(overlap)
-                X = np.stack([pair_features(new, v,
-                                            PairContext(similarity=n.similarity, rank=k, n_candidates=len(cands),
-                                                        same_concept=n.same_concept, near_concept=n.near_concept,
-                                                        in_session=n.in_session, turn_sim=overlap[t],
-                                                        turn_rank=ranks[t], n_turns=len(ranks)),
-                                            u, vecs.get(n.fact_id), self.model.pair_embedding)
-                              for k, (n, v, t) in enumerate(zip(cands, views, t_old))])
+                new, views, X = features(r, cands)
                 P = (self._cross(c.statement, [self._text(n.fact_id, res, by_id) for n in cands], X)
                      if cross else self.model.predict_proba(X))
                 shift = bool(SHIFT.search(new.statement))
@@ -254,22 +263,28 @@ class ModelAdjudicator:
     def _cross(self, statement: str, olds: list[str], X: np.ndarray) -> np.ndarray:
         """The cross kind's probabilities: only the ``cross_top_k`` candidates the screen ranks first (and at or above
         ``cross_screen_floor``) are read together with the new statement; the others count as unrelated."""
-        cfg = self.cfg
-        keep = np.arange(len(olds))
-        if cfg.cross_top_k or cfg.cross_screen_floor > 0:
-            if self.screen is not None:
-                s = 1.0 - self.screen.predict_proba(X[:, : self.screen.n_features])[:, 0]
-            else:  # candidates come closest first
-                s = np.linspace(1.0, 0.5, len(olds))
-            keep = np.argsort(-s, kind="stable")
-            if cfg.cross_top_k:
-                keep = keep[: cfg.cross_top_k]
-            keep = np.sort(keep[s[keep] >= cfg.cross_screen_floor])
+        keep = self._kept(X)
         P = np.zeros((len(olds), len(LABELS)), np.float32)
         P[:, 0] = 1.0
         if len(keep):
             P[keep] = self.model.predict_pairs([statement] * len(keep), [olds[k] for k in keep], X[keep])  # type: ignore[attr-defined]
         return P
+
+    def _kept(self, X: np.ndarray) -> np.ndarray:
+        """Indices of the candidates (rows of ``X``) the cross pass reads: the screen's top ``cross_top_k`` at or
+        above ``cross_screen_floor``."""
+        cfg = self.cfg
+        keep = np.arange(len(X))
+        if cfg.cross_top_k or cfg.cross_screen_floor > 0:
+            if self.screen is not None:
+                s = 1.0 - self.screen.predict_proba(X[:, : self.screen.n_features])[:, 0]
+            else:  # candidates come closest first
+                s = np.linspace(1.0, 0.5, len(X))
+            keep = np.argsort(-s, kind="stable")
+            if cfg.cross_top_k:
+                keep = keep[: cfg.cross_top_k]
+            keep = np.sort(keep[s[keep] >= cfg.cross_screen_floor])
+        return keep
 
     def _decide(self, d: Decision, kind: str, certain: bool, holder: str, cands: list[Neighbour], P: np.ndarray,
                 res: Resolution, by_id: dict[str, ResolvedFact], kinds: dict[str, str], retrospective: bool = False,
