@@ -13,7 +13,9 @@ retrieval/seeds/breadth.py) and the compact line writes that instead of the stat
 A request that wants a topic's arc (a summary, an order of events, how something changed:
 ``retrieval.seeds.breadth.asks_for_gist``) is written in time order: the units are chosen as for any
 request, best seed first while they fit, and then listed by the date of their seed, so the context
-reads as the story it is asked to tell.
+reads as the story it is asked to tell. Its budget goes to moments: a seed whose turns are all in
+already is skipped, each day is written once as a heading over its lines instead of on every line,
+and a line carries no scope marker (BEAM dev, docs/results/concept-route.md).
 
 Adaptive depth: with ``min_score_ratio`` the renderer also stops at the first unit whose best fused
 seed score falls below that share of the top seed's score, so an easy request gets a short context.
@@ -76,13 +78,14 @@ def _partner(fact_id: str, own_holder: str, holder_of: dict[str, str]) -> str:
 
 
 def fact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = True,
-              holder_of: dict[str, str] | None = None, statement: str | None = None) -> str:
+              holder_of: dict[str, str] | None = None, statement: str | None = None, dated: bool = True) -> str:
     """``[F1] (date) statement (holder) — validity; relations; scope; kind``. ``holder_of`` (fact id ->
     holder) marks a conflict partner held by someone other than the user, so a user's belief reads
     "conflicts with F2 (said by the assistant)" in its own line and the evidence side does not.
-    ``statement`` replaces the fact's own (a brief line)."""
+    ``statement`` replaces the fact's own (a brief line); ``dated=False`` leaves the date to a day
+    heading (an arc's context)."""
     f, s = item.fact, item.state
-    when = (f.observed_at or f.valid_from or f.recorded_at)
+    when = (f.observed_at or f.valid_from or f.recorded_at) if dated else None
     head = f"[{item.alias}]" + (f" ({when.date().isoformat()})" if when else "") + f" {statement or f.statement}"
     if f.holder and f.holder != "user" and not f.statement.startswith(f"{f.holder}:"):
         head += f" ({holder_mark(f.holder)})"  # unless the statement already opens with the speaker's name
@@ -118,10 +121,12 @@ def scope_mark(scope: str) -> str:
     return scope if scope.lower().startswith(_SELF_CONDITIONED) else f"only {scope}"
 
 
-def compact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = True) -> str:
+def compact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool = True, dated: bool = True) -> str:
     """``[F1] (2023-05-08) statement`` plus a marker only where the state changes the fact's use; the
-    statement is the item's ``brief`` where retrieval set one."""
-    head = fact_line(item, alias_of, with_state=False, statement=item.brief)
+    statement is the item's ``brief`` where retrieval set one. An arc's line (``dated=False``: its day is
+    a heading) carries no scope: an arc tells what happened when, not which condition a fact holds under,
+    and a scope often costs more words than the line."""
+    head = fact_line(item, alias_of, with_state=False, statement=item.brief, dated=dated)
     if not with_state:
         return head
     s = item.state
@@ -134,7 +139,7 @@ def compact_line(item: EvidenceItem, alias_of: dict[str, str], with_state: bool 
         marks.append("expired")
     if s.conflicts_with:
         marks.append("conflicts with " + ", ".join(alias_of.get(i, i) for i in s.conflicts_with))
-    if s.scope:
+    if s.scope and dated:
         marks.append(scope_mark(s.scope))
     return head + "".join(f" [{m}]" for m in marks)
 
@@ -199,6 +204,11 @@ def _date(item: EvidenceItem) -> str:
     return t.isoformat() if t else ""
 
 
+def _heading(day: str) -> str:
+    """An arc's day heading: the date once over that day's lines, instead of on each line."""
+    return f"({day})"
+
+
 def render_context(bundle: EvidenceBundle, budget: int | None = None, with_state: bool = True,
                    count_tokens: Callable[[str], int] = whitespace_tokens,
                    style: Literal["compact", "full"] = "compact",
@@ -216,16 +226,22 @@ def render_context(bundle: EvidenceBundle, budget: int | None = None, with_state
     chronological = asks_for_gist(bundle.query)
     when: list[tuple[str, int]] = []  # per unit in ``lines``: its seed's date, and (first line, line count)
     spans: list[tuple[int, int]] = []
+    days: set[str] = set()  # an arc's day headings written so far
 
-    def add(best: float | None, block: list[str], shown: list[str], names: list[str], at: str = "") -> bool:
-        """Append the unit if it fits; False once the score floor is passed (stop)."""
+    def add(best: float | None, block: list[str], shown: list[str], names: list[str], at: str = "",
+            heading: bool = False) -> bool:
+        """Append the unit if it fits; False once the score floor is passed (stop). With ``heading``,
+        the unit's day is written once as a heading over its lines (costed with the day's first unit)."""
         nonlocal used, dropped
         if floor is not None and included and best is not None and best < floor:
             return False  # units come best seed first: everything after scores lower still
-        cost = sum(count_tokens(b) for b in block)
+        day = at[:10] if heading and at and at[:10] not in days else ""
+        cost = sum(count_tokens(b) for b in block) + (count_tokens(_heading(day)) if day else 0)
         if budget is not None and used + cost > budget:
             dropped += 1
             return True
+        if day:
+            days.add(day)
         when.append((at, len(when)))
         spans.append((len(lines), len(block)))
         lines.extend(block)
@@ -239,13 +255,20 @@ def render_context(bundle: EvidenceBundle, budget: int | None = None, with_state
         order = {it.fact.fact_id: n for n, it in enumerate(bundle.items)}
         # A bundle built without seeds (an external list of facts) is read in its own order.
         seeds = [it for it in bundle.items if it.seed] or list(bundle.items)
+        turns_in: set[str] = set()  # an arc's turns already in the context
         for sd in sorted(seeds, key=lambda it: -(it.score or 0.0)):
             if sd.fact.fact_id in included:
                 continue  # spelled out as a better seed's counterpart
+            if chronological and sd.fact.source_turn_ids and turns_in.issuperset(sd.fact.source_turn_ids):
+                continue  # an arc wants more moments, not more words from one already in
             spell, name = seed_unit(sd, by_id, set(included), order)
-            block = [compact_line(it, alias_of) for it in spell] + ([group_marker(name, alias_of)] if name else [])
-            if not add(sd.score, block, [it.fact.fact_id for it in spell], [it.fact.fact_id for it in name], _date(sd)):
+            block = ([compact_line(it, alias_of, dated=not chronological) for it in spell]
+                     + ([group_marker(name, alias_of)] if name else []))
+            if not add(sd.score, block, [it.fact.fact_id for it in spell], [it.fact.fact_id for it in name], _date(sd),
+                       heading=chronological):
                 break
+            if chronological:
+                turns_in.update(t for it in spell for t in it.fact.source_turn_ids)
     else:
         groups: dict[int, list[EvidenceItem]] = {}
         for it in bundle.items:
@@ -255,8 +278,15 @@ def render_context(bundle: EvidenceBundle, budget: int | None = None, with_state
             if not add(best, group_block(items, alias_of, with_state, style), [it.fact.fact_id for it in items], [],
                        min(_date(it) for it in items)):
                 break
-    if chronological:  # the same units, by date (stable: undated first, then as chosen)
-        lines = [ln for _, u in sorted(when) for ln in lines[spans[u][0]:spans[u][0] + spans[u][1]]]
+    if chronological:  # the same units, by date (stable: undated first, then as chosen), under day headings
+        out: list[str] = []
+        last = ""
+        for at, u in sorted(when):
+            if days and at[:10] in days and at[:10] != last:
+                out.append(_heading(at[:10]))
+                last = at[:10]
+            out.extend(lines[spans[u][0]:spans[u][0] + spans[u][1]])
+        lines = out
     shown = set(included)
     return RenderedContext(text="\n".join(lines), tokens=used, included=included,
                            referenced=[f for f in named if f not in shown], dropped_groups=dropped)

@@ -91,11 +91,13 @@ class RetrievalConfig(BaseModel):
     neighbour_span: int = Field(default=2, ge=1, le=8, description=(
         "Places before and after a seed's turn, in its session, that the neighbour route reads (2: the "
         "reply and the speaker's own next turn in a two-party chat)."))
-    broad_line_words: int = Field(default=10, ge=0, description=(
+    broad_line_words: int = Field(default=6, ge=0, description=(
         "For a request that spans the conversation (a summary, an order, a development: retrieval/seeds/"
         "breadth.py), each fact longer than this is written in the compact context as its most informative "
         "window of this many words, so the many turns such a request needs fit its budget (0 = off). BEAM "
-        "at 600 tokens: coverage 0.739 -> 0.757, answer-token recall 0.671 -> 0.659; LoCoMo: 2 of 883 match."))
+        "at 600 tokens: coverage 0.739 -> 0.757, answer-token recall 0.671 -> 0.659 (10 words); with one line "
+        "per moment (the gist route, retrieval/seeds/arc.py) 6 words against 10 raised summarization and "
+        "event-ordering coverage on BEAM dev (docs/results/concept-route.md); LoCoMo: 2 of 883 match."))
     routes_off_for: dict[Literal["gist", "narrow"], tuple[RouteName, ...]] = Field(default_factory=dict, description=(
         "Routes left out for one kind of request, told apart by its wording: 'gist' for a request that "
         "wants a topic's arc (retrieval/seeds/breadth.py: asks_for_gist), 'narrow' for any other. A route "

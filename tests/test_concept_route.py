@@ -11,7 +11,7 @@ import pytest
 
 from graph.edits import CreateConcept, EditBatch
 from graph.embedded.store import EmbeddedStore
-from graph.models import Fact
+from graph.models import Fact, Turn
 from retrieval.render import render_context
 from retrieval.retrieve import RetrievalConfig, retrieve
 from retrieval.seeds.breadth import GIST_CLASSES, asks_for_gist
@@ -84,13 +84,39 @@ def test_a_gist_request_is_written_in_time_order(tmp_path: Path) -> None:
     q = "Summarize how the dog, the cello and the garden tomatoes went over time"
     b = retrieve(store, "ada", q, EMB.embed([q])[0].tolist(), RetrievalConfig(k=6), index=idx)
     text = render_context(b, 600).text
-    dates = [ln.split(") ", 1)[0].split(" (", 1)[1] for ln in text.splitlines() if ln.startswith("[F")]
-    assert len(dates) >= 4 and dates == sorted(dates)
+    # each day once, as a heading over its lines (not on every line), the days in order
+    dates = [ln.strip("()") for ln in text.splitlines() if ln.startswith("(")]
+    assert len(dates) >= 4 and dates == sorted(dates) and len(set(dates)) == len(dates)
+    assert all(ln.startswith(("[F", "(", "↳")) for ln in text.splitlines())
+    assert not any(ln.startswith("[F") and " (2025-" in ln for ln in text.splitlines())
     narrow = "Which food do I buy for the dog?"
     nb = retrieve(store, "ada", narrow, EMB.embed([narrow])[0].tolist(), RetrievalConfig(k=6), index=idx)
     seeds = sorted((it for it in nb.items if it.seed), key=lambda it: -(it.score or 0))
     first = render_context(nb, 600).text.splitlines()[0]
     assert first.startswith(f"[{seeds[0].alias}]")  # any other request: best seed first, as before
+
+
+def test_an_arc_takes_one_line_per_turn_until_every_turn_has_one(tmp_path: Path) -> None:
+    """Two facts from one turn: an arc's context writes the turn once and spends the words on another turn."""
+    store = EmbeddedStore(tmp_path / "db")
+    store.setup()
+    one = ("ada-s1-t0",)
+    facts = [Fact(fact_id="ada:a", user_id="ada", statement="Rex the dog learned to fetch", source_turn_ids=one,
+                  observed_at=T0),
+             Fact(fact_id="ada:b", user_id="ada", statement="Rex the dog fetches sticks now", source_turn_ids=one,
+                  observed_at=T0),
+             Fact(fact_id="ada:c", user_id="ada", statement="Rex the dog hates the vet", source_turn_ids=("ada-s2-t0",),
+                  observed_at=T0 + timedelta(days=9))]
+    turns = [Turn(turn_id=f"ada-s{s}-t0", user_id="ada", session_id=f"s{s}", seq=0, role="user", text="about Rex",
+                  at=T0) for s in (1, 2)]
+    commit(store, EditBatch(user_id="ada", turns=turns,  # type: ignore[arg-type]
+                            edits=[CreateConcept(concept_id="ada:pets", name="pets"), *(attach(f, "ada:pets") for f in facts)]))
+    idx = _index(store)
+    for q, arc in (("Summarize how things went with Rex the dog over time", True), ("What does Rex the dog do?", False)):
+        b = retrieve(store, "ada", q, EMB.embed([q])[0].tolist(), RetrievalConfig(k=6), index=idx)
+        ctx = render_context(b, 600)
+        assert "ada:c" in ctx.included
+        assert len({"ada:a", "ada:b"} & set(ctx.included)) == (1 if arc else 2), q
 
 
 @pytest.mark.parametrize("query, expected", [
@@ -115,3 +141,34 @@ def test_routes_can_be_left_out_per_kind_of_request() -> None:
     assert "concept" not in narrow.routes and "time" in narrow.routes and "gist" in narrow.routes
     assert "concept" in gist.routes and "time" not in gist.routes
     assert RetrievalConfig().for_request("Which food do I buy for the dog?").routes == ROUTES
+
+
+def test_an_arc_reads_moments_whole_exchanges_and_what_the_user_raised_alone(tmp_path: Path) -> None:
+    """The gist route's unit is an exchange (a user turn and its reply, retrieval/seeds/arc.py): one line per
+    turn, the reply right after its user turn; a request about what the user raised reads the user's turns."""
+    from retrieval.seeds.arc import exchanges
+
+    store = EmbeddedStore(tmp_path / "db")
+    store.setup()
+    said = [("user", "I started a vegetable garden with tomatoes"), ("assistant", "Tomatoes need six hours of sun"),
+            ("user", "My tomatoes got blight in July"), ("assistant", "Copper spray slows tomato blight"),
+            ("user", "I adopted a dog named Rex"), ("assistant", "Rex will enjoy a daily walk")]
+    turns = [Turn(turn_id=f"ada-s{n // 4}-t{n % 4}", user_id="ada", session_id=f"s{n // 4}", seq=n % 4, role=role,
+                  text=text, at=T0 + timedelta(days=30 * (n // 4))) for n, (role, text) in enumerate(said)]
+    facts = [Fact(fact_id=f"ada:f{n}", user_id="ada", statement=text, source_turn_ids=(turns[n].turn_id,),
+                  holder="assistant" if role == "assistant" else "user", observed_at=turns[n].at)
+             for n, (role, text) in enumerate(said)]
+    commit(store, EditBatch(user_id="ada", turns=turns,  # type: ignore[arg-type]
+                            edits=[CreateConcept(concept_id="ada:c", name="c"), *(attach(f, "ada:c") for f in facts)]))
+    idx = _index(store)
+    assert [[idx.turn_ids[k] for k in ex] for ex in exchanges(idx)] == [
+        ["ada-s0-t0", "ada-s0-t1"], ["ada-s0-t2", "ada-s0-t3"], ["ada-s1-t0", "ada-s1-t1"]]
+    hits = _ctx(idx, "Summarize how my tomato garden went over time").gist()
+    got = [f for f, _, _ in hits]
+    assert sorted(got) == [f"ada:f{n}" for n in range(6)] and [r for _, _, r in hits] == list(range(1, 7))
+    for user_line in ("ada:f0", "ada:f2", "ada:f4"):  # each reply right after its user turn
+        reply = f"ada:f{int(user_line[-1]) + 1}"
+        assert got.index(reply) == got.index(user_line) + 1
+    assert set(got[:4]) == {"ada:f0", "ada:f1", "ada:f2", "ada:f3"}  # the tomato exchanges before the dog's
+    raised = [f for f, _, _ in _ctx(idx, "Walk me through the order in which I brought up the garden and the dog.").gist()]
+    assert sorted(raised) == ["ada:f0", "ada:f2", "ada:f4"]

@@ -9,7 +9,9 @@ that turn's rank). ``allowed`` (a boolean row mask, or None) hides facts outside
 - concept: the live concepts (the tree ingestion keeps, retrieval/seeds/concepts.py) whose centroid is
   nearest the request, their best members by cosine.
 - gist: only for a request that wants a topic's arc (a summary, an order of events, how something
-  changed: ``retrieval.seeds.breadth.asks_for_gist``): one line per concept near the request, each
+  changed: ``retrieval.seeds.breadth.asks_for_gist``): its moments (retrieval/seeds/arc.py), one line
+  per turn of the exchanges nearest the request, a user turn with its reply (the user's turn alone for
+  what the user raised); for facts without stored turns, one line per concept near the request, each
   concept's best member first, round by round, so the seeds span the topics instead of repeating one.
 - entity (not in the defaults, see ROUTES): facts naming the people, places and things the request
   names (rarer names weigh more).
@@ -33,7 +35,8 @@ from typing import Literal
 
 import numpy as np
 
-from retrieval.seeds.breadth import asks_for_gist
+from retrieval.seeds.arc import arc_hits
+from retrieval.seeds.breadth import SELF_RAISED, asks_for_gist
 from retrieval.seeds.context import Referent, context_hits, resolve
 from retrieval.seeds.index import RouteIndex, entities_of
 from retrieval.seeds.model import Order
@@ -61,6 +64,9 @@ DEFAULT_ROUTE_WEIGHTS: dict[str, float] = {"context": 6.0, "instruction": 2.0}
 # Concepts the gist route reads one line from per round (a summary names a handful of topics; BEAM's
 # summaries cite 10-70 turns).
 GIST_CONCEPTS = 12
+# Lines the gist route hands on for an arc (retrieval/seeds/arc.py): a 600-token budget holds about 65 short
+# lines under day headings (retrieval/render.py), more than the other routes' candidates.
+GIST_LINES = 200
 # Standing instructions handed on per request (RetrievalConfig.instruction_limit's default).
 INSTRUCTION_LIMIT = 5
 Hit = tuple[str, float, int]
@@ -189,10 +195,17 @@ class RouteContext:
         return self._by_cosine(rows)
 
     def gist(self, concepts: int = GIST_CONCEPTS) -> list[Hit]:
-        """For a request that wants a topic's arc: the ``concepts`` live concepts nearest the request,
-        and round by round each one's next best member (nearest the request plus nearest its concept's
-        centroid: on topic and typical of the concept), so rank r*c+i is concept i's r-th line."""
-        if self.qv is None or self.idx.cmat is None or self.fsims is None or not asks_for_gist(self.query):
+        """For a request that wants a topic's arc: its moments (retrieval/seeds/arc.py), one line per turn
+        of the best exchanges, up to ``GIST_LINES``; facts that cite no stored turn: the ``concepts`` live
+        concepts nearest the request, and round by round each one's next best member (nearest the request
+        plus nearest its concept's centroid: on topic and typical of the concept), so rank r*c+i is
+        concept i's r-th line."""
+        if self.qv is None or self.fsims is None or not asks_for_gist(self.query):
+            return []
+        if self.idx.turn_ids:
+            return arc_hits(self.idx, self.qv, self.fsims, self.allowed, SELF_RAISED.search(self.query) is not None,
+                            max(self.n, GIST_LINES), self.query)
+        if self.idx.cmat is None:
             return []
         idx, fs, cmat = self.idx, self.fsims, self.idx.cmat
         near = _top(cmat @ self.qv, concepts)
