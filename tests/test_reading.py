@@ -56,6 +56,8 @@ CLASS_CASES: list[tuple[CueSet, str, str, Callable[[str], bool], bool]] = [
     (responses.RESPONSE, "addressing the listener", "You deserve a long holiday after that.", _not_state, True),
     (responses.RESPONSE, "evaluative remark", "That sounds lovely, enjoy the lake.", _not_state, True),
     (responses.RESPONSE, "thanks", "Thanks for lending me the ladder.", _not_state, True),
+    (responses.RESPONSE, "acknowledging thanks", "No worries at all, happy to lend a hand with the move.", _not_state,
+     True),
     (responses.RESPONSE, "reassurance", "I bet the kids loved the zoo.", _not_state, True),
     (responses.RESPONSE, "empathic must", "Moving house with a toddler must be hard.", _not_state, True),
     (responses.SHARED_MEDIA, "image placeholder", "[photo: a birthday cake with seven candles]", _not_state, True),
@@ -332,3 +334,12 @@ def test_reverses(turn: list[str], ok: bool) -> None:
 ])
 def test_continues(statement: str, ok: bool) -> None:
     assert continues(statement) is ok
+
+
+def test_acknowledging_thanks_is_a_formula_not_a_state() -> None:
+    """Two replies to thanks hold no state (and so never dispute each other); the same words opening a
+    statement about oneself still do."""
+    assert not holds_state("Not a problem at all, glad I could help!")
+    assert not holds_state("Anytime!")
+    assert holds_state("No problem eating dairy these days.")
+    assert holds_state("Anytime I go cycling I bring a spare tube.")

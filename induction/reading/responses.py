@@ -28,6 +28,9 @@ RESPONSE = CueSet("response to the other person", [
                           r"sounds? (?:great|awesome|amazing|fun|like|wonderful|lovely|cool)|(?:what a|such a) |"
                           r"nice[,!.]|great[,!.]|awesome[,!.]|cool[,!.]"),
     ("thanks", r"thanks?\b|thank you"),
+    # answering someone's thanks ("No worries, happy to help!"): a politeness formula, no state of the speaker
+    ("acknowledging thanks", r"(?:no problem|not a problem|no worries|my pleasure|any ?time|don'?t mention it)"
+                             r"(?: at all)?(?=\s*(?:[,!.;:]|$))|(?:happy|glad) (?:i could |to )(?:help|assist|lend a hand)"),
     # reassuring the listener
     ("reassurance", r"i'?m sure (?:it|you|that)|i bet\b"),
     # imagining the other person's experience ("that must have been exhausting")
