@@ -4,16 +4,21 @@ The old path (``LocalLearnedPolicy.state_texts`` with a ``unit: fact`` prompt) g
 token by token, every fact's prompt prefilled from its first token. Here:
 
 1. Every fact's prompt is tokenised as the old path tokenises it; the longest token prefix they all share
-   (system message, request, options) is run **once** and its KV cache repeated for the N facts.
+   (system message, request, options) is run **once** and its KV cache repeated for the N facts. The part
+   of it every request shares (the template's head: system message, the user turn's opening) is learnt
+   from two consecutive requests, run once per process and kept, so a request runs only its own words.
 2. Each fact's own suffix (its memory line, related lines, the assistant header) is run in one batched
    forward: suffixes of different lengths are left-padded *inside* the sequence, masked out, and given
    contiguous position ids, so every row sees exactly the tokens the old path's row saw.
 3. The answer is one of the few lines the grammar allows (``<role> | use|ignore | high|medium|low``, role
    first as ``policy_fact_v*`` ask). Their token sequences form a trie; decoding is greedy **restricted to
    the trie**: where only one token may follow it is fed without a decision, where several may, the
-   highest-logit one is taken. So a request costs the shared prefix, one batched suffix forward and one
-   batched forward per decision point (role, use/ignore, priority: about 3), instead of ~10 decoding steps
-   over N full prompts.
+   highest-logit one is taken. Each row is fed its decision, the forced tokens after it and, as parallel
+   rows, every option of its next decision point: one forward settles two decisions (the LM head is run
+   only at the positions read). So a request costs the request's part of the prefix, one batched suffix
+   forward and one short batched decision forward (the role is read off the suffix forward; use/ignore and
+   priority off the next), instead of ~10
+   decoding steps over N full prompts.
 
 Same decisions as the old greedy path whenever that path wrote a line of the grammar: greedy takes the
 arg-max over the whole vocabulary, which is also the arg-max over the trie's allowed tokens when the
@@ -35,6 +40,7 @@ from policy.state import PRIORITIES, ROLES, ReasoningState, fit_state, parse_sta
 from retrieval.retrieve import EvidenceBundle
 
 ANSWER_ROLES = ROLES  # the grammar's roles; a policy_fact_v* prompt names four, the parser accepts five
+HEAD_MIN_TOKENS = 8  # a shared template head shorter than this is not worth keeping
 
 
 def answer_lines(role_first: bool = True) -> list[str]:
@@ -73,6 +79,23 @@ def shared_prefix(rows: Sequence[Sequence[int]]) -> int:
     return max(n, 0)
 
 
+def _argmax(node: dict[Any, Any], logits: Any) -> int:
+    """The allowed token (a child of ``node``) with the highest logit: greedy restricted to the grammar."""
+    return max((t for t in node if t is not None), key=lambda x: float(logits[x]))
+
+
+def _walk(node: dict[Any, Any], t: int) -> tuple[list[int], dict[Any, Any]]:
+    """Take ``t`` at ``node`` and every forced token after it (a node with one child and no line end): the
+    tokens fed and the node reached (a decision point, or a line's end)."""
+    chunk = [t]
+    node = node[t]
+    while len(node) == 1 and None not in node:
+        (t,) = node.keys()
+        chunk.append(t)
+        node = node[t]
+    return chunk, node
+
+
 class FastFactPolicy:
     """Wraps a per-fact ``LocalLearnedPolicy`` (its model, tokenizer and prompt): ``lines`` / ``state``."""
 
@@ -86,6 +109,8 @@ class FastFactPolicy:
         self.lines = answer_lines()
         self.trie = Trie([tok(x, add_special_tokens=False).input_ids for x in self.lines])
         self.pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+        self._head: tuple[list[int], Any] | None = None  # token ids every request's prompts start with, and their KV
+        self._last_prefix: list[int] = []  # the previous request's shared prefix (where the head is learnt from)
 
     def prompts(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None) -> list[list[int]]:
         """The token ids of each fact's prompt, exactly as the old path templates them."""
@@ -113,60 +138,131 @@ class FastFactPolicy:
             mask = torch.ones((n, 0), dtype=torch.long, device=dev)
             pos = [0] * n
             if p:
-                out = model(torch.tensor([rows[0][:p]], device=dev), use_cache=True)
-                cache = out.past_key_values
+                cache = self._prefix_cache(rows[0][:p])
                 cache.batch_repeat_interleave(n)
                 mask = torch.ones((n, p), dtype=torch.long, device=dev)
                 pos = [p] * n
 
-            def step(chunks: list[list[int]]) -> Any:
-                nonlocal cache, mask
+            def step(parents: list[int], chunks: list[list[int]], read: list[int] | None = None) -> Any:
+                """Feed ``chunks[k]`` after row ``parents[k]``'s tokens (a row may be fed several branches):
+                the cache, mask and positions become those of the ``len(chunks)`` new rows; logits of every
+                position in ``read`` (positions counted from the start of the fed width; default: the last),
+                in that order."""
+                nonlocal cache, mask, pos
                 width = max(len(c) for c in chunks)
-                ids = torch.full((n, width), self.pad, dtype=torch.long)
-                m = torch.zeros((n, width), dtype=torch.long)
-                pid = torch.zeros((n, width), dtype=torch.long)
-                for r, c in enumerate(chunks):
+                rows_n = len(chunks)
+                ids = torch.full((rows_n, width), self.pad, dtype=torch.long)
+                m = torch.zeros((rows_n, width), dtype=torch.long)
+                pid = torch.zeros((rows_n, width), dtype=torch.long)
+                new_pos = []
+                for r, (par, c) in enumerate(zip(parents, chunks)):
                     k = width - len(c)
-                    if c:
-                        ids[r, k:] = torch.tensor(c)
-                        m[r, k:] = 1
-                        pid[r, k:] = torch.arange(pos[r], pos[r] + len(c))
-                    pid[r, :k] = pos[r]
-                    pos[r] += len(c)
+                    ids[r, k:] = torch.tensor(c)
+                    m[r, k:] = 1
+                    pid[r, k:] = torch.arange(pos[par], pos[par] + len(c))
+                    pid[r, :k] = pos[par]
+                    new_pos.append(pos[par] + len(c))
+                if parents != list(range(len(pos))):
+                    index = torch.tensor(parents, device=dev)
+                    mask = mask[index]
+                    if cache is not None:
+                        cache.batch_select_indices(index)
                 mask = torch.cat([mask, m.to(dev)], 1)
+                pos = new_pos
+                keep = torch.tensor(read if read is not None else [width - 1], device=dev)
                 o = model(ids.to(dev), attention_mask=mask, position_ids=pid.to(dev), past_key_values=cache,
-                          use_cache=True)
+                          use_cache=True, logits_to_keep=keep)  # the LM head only where a decision is read
                 cache = o.past_key_values
-                return o.logits[:, -1].float()
+                return o.logits.float()
 
-            logits = step([r[p:] for r in rows])
+            logits = step(list(range(n)), [r[p:] for r in rows])[:, -1]
             nodes = [self.trie.root] * n
             taken: list[list[int]] = [[] for _ in range(n)]
             done = [False] * n
+            at_row = list(range(n))  # the cache row that continues fact r
             while not all(done):
+                # each row takes its decision and the forced tokens after it (``chunk``), and is fed that with
+                # every option of its next decision point appended (with the forced tokens after each): one
+                # forward then gives that next decision (at the chunk's end, the same in every branch) and the
+                # logits after the chosen branch, so a batched forward settles two decisions
+                parents: list[int] = []
                 chunks: list[list[int]] = []
+                plan: list[tuple[int, list[int], dict[Any, Any]]] = []  # (length of chunk, branch tail, node after)
                 for r in range(n):
                     if done[r]:
+                        parents.append(at_row[r])
                         chunks.append([self.pad])  # a masked filler: the row is finished
+                        plan.append((0, [], {}))
                         continue
-                    node = nodes[r]
-                    options = [t for t in node if t is not None]
-                    t = max(options, key=lambda x: float(logits[r, x]))  # the grammar's arg-max
-                    chunk = [t]
-                    node = node[t]
-                    while len(node) == 1 and None not in node:  # forced tokens: no decision, fed at once
-                        (t,) = node.keys()
-                        chunk.append(t)
-                        node = node[t]
+                    chunk, node = _walk(nodes[r], _argmax(nodes[r], logits[r]))
                     taken[r] += chunk
                     nodes[r] = node
-                    if not [x for x in node if x is not None]:
+                    options = [t for t in node if t is not None]
+                    if not options:
                         done[r] = True
-                    chunks.append(chunk)
+                        parents.append(at_row[r])
+                        chunks.append([self.pad])
+                        plan.append((0, [], {}))
+                        continue
+                    for t in options:
+                        tail, after = _walk(node, t)
+                        parents.append(at_row[r])
+                        chunks.append(chunk + tail)
+                        plan.append((len(chunk), tail, after))
                 if all(done):
                     break
-                logits = step(chunks)  # a finished row's filler is attended by nothing that is read
+                width = max(len(c) for c in chunks)
+                ends = {k: width - len(chunks[k]) + plan[k][0] - 1 for k in range(len(chunks)) if plan[k][1]}
+                read = sorted({*ends.values(), width - 1})
+                full = step(parents, chunks, read)
+                keep: list[int] = []
+                nxt = torch.zeros_like(logits)
+                for r in range(n):
+                    ks = [k for k, par in enumerate(parents) if par == at_row[r]]
+                    if done[r]:
+                        keep.append(ks[0])
+                        continue
+                    k0 = ks[0]
+                    at = read.index(ends[k0])  # the chunk's last token
+                    first = {plan[k][1][0]: k for k in ks}
+                    k = first[_argmax(nodes[r], full[k0, at])]
+                    taken[r] += plan[k][1]
+                    nodes[r] = plan[k][2]
+                    nxt[r] = full[k, -1]
+                    done[r] = not [x for x in nodes[r] if x is not None]
+                    keep.append(k)
+                at_row = keep  # the next step selects these rows of the cache (the chosen branches)
+                logits = nxt
         return [self.tokenizer.decode(t) for t in taken]
+
+    def _prefix_cache(self, prefix: list[int]) -> Any:
+        """The KV cache of ``prefix`` (batch 1), a fresh object the caller may extend.
+
+        The template's head (system message, the user turn's opening) is the same for every request: it is
+        learnt as the token prefix two consecutive requests share, run once, and kept; a request then runs
+        only its own part of the prefix on a copy of the head's cache. Same tokens at the same positions, so
+        the same keys and values up to float rounding."""
+        import copy
+
+        import torch
+
+        model, dev = self.model, self.model.device
+        head = self._head
+        if head is None or prefix[: len(head[0])] != head[0]:
+            h = shared_prefix([prefix + [-1], self._last_prefix + [-2]]) if self._last_prefix else 0
+            self._last_prefix = list(prefix)
+            head = None
+            if h >= HEAD_MIN_TOKENS:
+                out = model(torch.tensor([prefix[:h]], device=dev), use_cache=True, logits_to_keep=1)
+                head = self._head = (prefix[:h], out.past_key_values)
+        if head is None:
+            return model(torch.tensor([prefix], device=dev), use_cache=True, logits_to_keep=1).past_key_values
+        ids, kv = head
+        cache = copy.deepcopy(kv)
+        if len(prefix) > len(ids):
+            cache = model(torch.tensor([prefix[len(ids):]], device=dev), past_key_values=cache, use_cache=True,
+                          logits_to_keep=1).past_key_values
+        return cache
 
     def state_text(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None = None) -> str:
         return assemble([it.alias for it in bundle.items], self.line_texts(request, bundle, choices))
