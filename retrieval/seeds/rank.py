@@ -60,7 +60,11 @@ SECOND_PASS: frozenset[str] = frozenset({"neighbour"})
 # what the request is about. A standing instruction ("Always … when I ask about …") rules every later
 # answer on its topic but rarely shares the request's words, so its route counts double: at 1.0 BEAM
 # instruction-following gained one question, at 2.0 four, at 3.0 four (docs/results/retrieval-routes.md).
-DEFAULT_ROUTE_WEIGHTS: dict[str, float] = {"context": 6.0, "instruction": 2.0}
+# The gist route fires only for a request that wants a topic's arc, and then its moments (retrieval/seeds/
+# arc.py) should set the order the budget is spent in, not the fact routes' near duplicates of a few turns:
+# at 10 against 1.0, BEAM dev (conversations 1-3) event-ordering coverage 0.806 -> 0.903, summarization
+# 0.570 -> 0.552 (docs/results/concept-route.md, 2026-12-07).
+DEFAULT_ROUTE_WEIGHTS: dict[str, float] = {"context": 6.0, "instruction": 2.0, "gist": 10.0}
 # Concepts the gist route reads one line from per round (a summary names a handful of topics; BEAM's
 # summaries cite 10-70 turns).
 GIST_CONCEPTS = 12
