@@ -7,8 +7,14 @@ the latency of each path, whether their lines agree, and the ship gate's verdict
 then p50 of both. ``--data`` adds held-out instances (same comparison, and ``--states-out`` writes the fast
 path's states for ``bench/policy_reader.py``).
 
-    OMP_NUM_THREADS=1 python bench/policy_fast.py [--threads 2] [--repeat 3] [--data runs/inst/heldout.jsonl \
-        --limit 10 --states-out runs/learned_states.jsonl] [--skip-old]
+    OMP_NUM_THREADS=2 python bench/policy_fast.py [--repeat 3] [--data runs/inst/heldout.jsonl \
+        --limit 10 --states-out runs/learned_states.jsonl] [--skip-old] [--before-module /tmp/fastfact_old.py]
+
+torch's threads follow OMP_NUM_THREADS (as in serving) unless ``--threads`` sets them. Each latency is
+given as wall time (``*_ms``) and as the process's CPU time (``*_cpu_ms``): on a shared, loaded box the
+CPU time is the steadier figure. ``--before-module`` times an earlier ``policy/fastfact.py`` (e.g.
+``git show <rev>:policy/fastfact.py > /tmp/fastfact_old.py``) in the same run, on the same model, and
+checks it gives the same lines: a before/after ratio from one run.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -28,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", default=None, help="Policy checkpoint (default: the shipped one).")
-    ap.add_argument("--threads", type=int, default=1, help="torch threads (2 cores: 1 or 2).")
+    ap.add_argument("--threads", type=int, default=None, help="torch threads (default: OMP_NUM_THREADS, as serving).")
+    ap.add_argument("--before-module", default=None, help="An earlier policy/fastfact.py to time as 'before'.")
     ap.add_argument("--repeat", type=int, default=1, help="Timed runs per request and path (the median is kept).")
     ap.add_argument("--data", nargs="*", default=[], help="heldout.jsonl files: also compare on these instances.")
     ap.add_argument("--limit", type=int, default=0, help="At most N instances from --data.")
@@ -43,18 +51,28 @@ def main(argv: list[str] | None = None) -> int:
     from policy.learned import LocalLearnedPolicy
     from policy.shipped import shipped_policy_dir
 
-    torch.set_num_threads(ns.threads)
+    if ns.threads:
+        torch.set_num_threads(ns.threads)
     ckpt = ns.checkpoint or str(shipped_policy_dir())
     old = LocalLearnedPolicy.from_checkpoint(ckpt, temperature=0.0, max_new_tokens=192)
     fast = FastFactPolicy(old)
+    if ns.before_module:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("fastfact_before", ns.before_module)
+        mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+        spec.loader.exec_module(mod)  # type: ignore[union-attr]
+        ns.before = mod.FastFactPolicy(old)
     queries = [] if ns.no_examples else example_queries()
-    report: dict[str, object] = {"checkpoint": ckpt, "threads": ns.threads, "load": os.getloadavg()}
+    report: dict[str, Any] = {"checkpoint": ckpt, "threads": torch.get_num_threads(), "load": os.getloadavg()}
     rows = [compare(old, fast, q, ns) for q in queries]
     if rows:
         report["examples"] = rows
-        report["examples_p50_ms"] = {"fast": statistics.median(r["fast_ms"] for r in rows)}
+        report["examples_p50_ms"] = {k.removesuffix("_ms"): statistics.median(r[k] for r in rows)  # type: ignore[misc]
+                                     for k in rows[0] if k.endswith("_ms")}
+        if ns.before_module:
+            report["examples_same_lines_as_before"] = sum(r["same_as_before"] for r in rows)
         if not ns.skip_old:
-            report["examples_p50_ms"]["old"] = statistics.median(r["old_ms"] for r in rows)  # type: ignore[index]
             report["examples_same_lines"] = sum(r["same"] for r in rows)
         report["examples_gate_fast_misses"] = sum(bool(r["fast_misses"]) for r in rows)
     if ns.data:
@@ -80,6 +98,7 @@ def main(argv: list[str] | None = None) -> int:
             report["data"]["same_lines_facts"] = [sum(r["same_lines"] for r in drows), sum(r["facts"] for r in drows)]
     for r in rows:
         r.pop("fast_state", None)
+    report["load_after"] = os.getloadavg()
     print(json.dumps(report, indent=1))
     return 0
 
@@ -105,34 +124,40 @@ def example_queries() -> list[dict[str, object]]:
     return out
 
 
-def compare(old: object, fast: object, q: dict[str, object], ns: argparse.Namespace) -> dict[str, object]:
+def compare(old: object, fast: object, q: dict[str, object], ns: argparse.Namespace) -> dict[str, Any]:
     from policy.perfact import fact_line_text
     from policy.state import parse_state
 
     bundle, request, choices = q["bundle"], q["request"], q["choices"]
     aliases = [it.alias for it in bundle.items]  # type: ignore[attr-defined]
 
-    def timed(fn: object) -> tuple[object, float]:
-        times, res = [], None
+    def timed(fn: object) -> tuple[object, float, float]:
+        times, cpu, res = [], [], None
         for _ in range(ns.repeat):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             res = fn()  # type: ignore[operator]
             times.append((time.perf_counter() - t0) * 1000)
-        return res, statistics.median(times)
+            cpu.append((time.process_time() - c0) * 1000)
+        return res, statistics.median(times), statistics.median(cpu)
 
-    lines, fast_ms = timed(lambda: fast.line_texts(request, bundle, choices))  # type: ignore[attr-defined]
+    lines, fast_ms, fast_cpu = timed(lambda: fast.line_texts(request, bundle, choices))  # type: ignore[attr-defined]
     fast_text = "\n".join(f"{a}: {x}" for a, x in zip(aliases, lines))  # type: ignore[call-overload]
-    row: dict[str, object] = {"id": q["id"], "facts": len(aliases), "fast_ms": round(fast_ms, 1), "fast_state": fast_text}
+    row: dict[str, Any] = {"id": q["id"], "facts": len(aliases), "fast_ms": round(fast_ms, 1),
+                              "fast_cpu_ms": round(fast_cpu, 1), "fast_state": fast_text}
+    before = getattr(ns, "before", None)
+    if before is not None:
+        blines, before_ms, before_cpu = timed(lambda: before.line_texts(request, bundle, choices))
+        row.update(before_ms=round(before_ms, 1), before_cpu_ms=round(before_cpu, 1), same_as_before=blines == lines)
     needs = q.get("needs")
     items = [(it.alias, it.fact.statement) for it in bundle.items]  # type: ignore[attr-defined]
     if needs is not None:
         row["fast_misses"] = needs.misses(items, parse_state(fast_text, aliases))  # type: ignore[attr-defined]
     if not ns.skip_old:
-        text, old_ms = timed(lambda: old.state_texts([(request, bundle, choices)],  # type: ignore[attr-defined]
-                                                     batch_size=max(len(aliases), 1))[0])
+        text, old_ms, old_cpu = timed(lambda: old.state_texts([(request, bundle, choices)],  # type: ignore[attr-defined]
+                                                              batch_size=max(len(aliases), 1))[0])
         old_lines = [fact_line_text(x.split(": ", 1)[1]) if ": " in x else x for x in str(text).splitlines()]
-        same = [a.strip() == b.strip() for a, b in zip(old_lines, lines)]  # type: ignore[arg-type]
-        row.update(old_ms=round(old_ms, 1), same=all(same) and len(same) == len(aliases), same_lines=sum(same))
+        same = [a.strip() == b.strip() for a, b in zip(old_lines, lines)]  # type: ignore[arg-type,call-overload]
+        row.update(old_ms=round(old_ms, 1), old_cpu_ms=round(old_cpu, 1), same=all(same) and len(same) == len(aliases), same_lines=sum(same))
         if not row["same"]:
             row["old_state"] = text
         if needs is not None:
