@@ -134,7 +134,7 @@ class LMReader:
             cache, n_head = self._head(head) if head else (None, 0)
             try:
                 pre = self._ids(prefix[len(head):])
-                out = self.model(pre, past_key_values=cache, use_cache=True)
+                out = self.model(pre, past_key_values=cache, use_cache=True, logits_to_keep=1)
                 first = torch.log_softmax(out.logits[0, -1].float(), -1)
                 cache = out.past_key_values
                 res = []
@@ -158,7 +158,7 @@ class LMReader:
             self._heads[head] = self._heads.pop(head)  # most recently used last
             return self._heads[head]
         ids = self._ids(head)
-        out = self.model(ids, use_cache=True)
+        out = self.model(ids, use_cache=True, logits_to_keep=1)  # the head's logits are never read
         self._heads[head] = (out.past_key_values, ids.shape[1])
         while len(self._heads) > HEAD_CACHE:
             self._heads.pop(next(iter(self._heads)))

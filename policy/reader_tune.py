@@ -202,7 +202,7 @@ def option_logprobs_grad(reader: LMReader, inst: TrainingInstance, shown: Reason
     text = reader.prompt_text(inst.request, inst.bundle(), inst.choices, shown)  # type: ignore[arg-type]
     head = reader.split_head(text)
     pre = torch.cat([reader._ids(head), reader._ids(text[len(head):])], 1) if head else reader._ids(text)
-    out = reader.model(pre, use_cache=True)
+    out = reader.model(pre, use_cache=True, logits_to_keep=1)  # only the last position's logits are read
     first = torch.log_softmax(out.logits[0, -1].float(), -1)
     cache, n = out.past_key_values, pre.shape[1]
     scores = []
@@ -338,7 +338,7 @@ def train_reader(cfg: ReaderTuneConfig, command: str = "") -> ReaderTuneResult:
         dst = Path(cfg.artefact)
         if dst.exists():
             shutil.rmtree(dst)
-        shutil.copytree(out / "best", dst)
+        shutil.copytree(out / "best", dst, ignore=shutil.ignore_patterns("README.md"))  # PEFT's model-card stub
         art = str(dst)
     return ReaderTuneResult(output_dir=str(out), best_step=best_step, best_val=best["score"], val_history=history,
                             seconds=round(time.time() - t0, 1), artefact=art)
