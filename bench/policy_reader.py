@@ -10,6 +10,14 @@ beside it as the fast check. Prints per family: accuracy (argmax = reference) an
     python bench/policy_reader.py --data runs/inst/heldout.jsonl [--states runs/learned_states.jsonl] \
         --out runs/reader.jsonl [--limit 40] [--evidence-budget 160]
 
+A fine-tuned reader (``evomem train-reader``, ``policy/reader_tune.py``) with ``--reader FOLDER``; on neutral
+instances the conditions ``oracle`` / ``wrong`` (and ``oracle_rules`` / ``wrong_rules``) show the state a
+perfect policy writes and the one with the two sides' roles swapped — a reader that reads states scores
+oracle > evidence > none and oracle > wrong:
+
+    python bench/policy_reader.py --data runs/neutral/heldout-bench.jsonl --per-family 2 \
+        --reader policy/artefact/smollm2-reader-v1 --conditions none,evidence,rule,oracle,wrong --out runs/r.jsonl
+
 Rows already in ``--out`` are skipped, so a run can be resumed (the box is shared).
 """
 

