@@ -128,6 +128,8 @@ def test_an_arc_takes_one_line_per_turn_until_every_turn_has_one(tmp_path: Path)
     ("How did you fix the leaking tap?", False),
     ("How does the heat pump work?", False),
     ("What changed in the lease?", False),  # one change, not an arc
+    ("What did the coach say about Lina's progress on the violin?", False),  # "progress" the noun: one point
+    ("Give me a rundown of how the allotment progressed this year.", True),  # "progressed" the verb: an arc
 ])
 def test_gist_classes(query: str, expected: bool) -> None:
     assert asks_for_gist(query) is expected

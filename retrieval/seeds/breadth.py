@@ -20,10 +20,12 @@ from graph.bm25 import terms
 
 # Each alternative asks for a span of the conversation (a summary, an order, a development) rather
 # than a point in it. Measured on the dev sets: all 48 BEAM summarization and event-ordering
-# questions match, and 2 of 883 LoCoMo questions.
+# questions match, and 2 of 883 LoCoMo questions. "progress" counts as the verb only (how it
+# progressed): the noun names a state asked about at one point ("what did she say about his progress
+# with the shop?"), and read as an arc it cost LoCoMo a question once the gist route weighed 10.
 BROAD = re.compile(
     r"\b(?:summar\w*|overview|recap|in order|order in which|timeline|chronolog\w*|list (?:all|the|every)|"
-    r"throughout|across (?:our|all|the)|over time|so far|progress\w*|develop(?:ed|ment) (?:of|over)|"
+    r"throughout|across (?:our|all|the)|over time|so far|progress(?:ed|es|ing)|develop(?:ed|ment) (?:of|over)|"
     r"evolv\w*|all the)\b", re.I)
 # What the user raised is the user's evidence: the assistant's replies to it are not what was asked for.
 SELF_RAISED = re.compile(r"\bI (?:brought up|mentioned|raised|asked)\b", re.I)
