@@ -63,12 +63,12 @@ _DISCOURSE_PHRASES = frozenset({"now", "example", "instance", "me", "sure", "onc
                                 "honesty", "luck", "time", "between", "that", "this", "which", "it", "them", "all that",
                                 "all this", "that happened", "this happened", "a while"})
 _SUBJ = r"(?:I|i|we|We|im|ive)"
-FRONTED = re.compile(rf"(?:^|(?<=[.!?;]\s))(?:(?:[Ff]or|[Oo]n|[Ii]n|[Aa]t|[Dd]uring|[Ww]ith|[Ww]ithout|[Aa]round|[Bb]efore|"
-                     rf"[Aa]fter|As)\s+(?:(?!{_SUBJ}\b)[A-Za-z'-]+\s+){{0,6}}?(?!{_SUBJ}\b)[A-Za-z'-]+)(?=\s*,)")
+FRONTED = re.compile(rf"(?:^|(?<=[.!?;]\s))(?:(?:[Ff]or|[Oo]n|[Ii]n|[Aa]t|[Dd]uring|[Ww]ith|[Ww]ithout|As)\s+"
+                     rf"(?:(?!{_SUBJ}\b)[A-Za-z'-]+\s+){{0,6}}?(?!{_SUBJ}\b)[A-Za-z'-]+)(?=\s*,)")
 # The same fronted phrase without its comma, read up to the clause's first-person subject: "For running I use
 # Strava", "During Ramadan I eat after sunset", "With my landlord I'd rather keep it in writing", "At the market
 # in my village I pay cash". The subject is what ends the phrase, so only I / we (with a contraction) count.
-FRONTED_BARE = re.compile(rf"(?:^|(?<=[.!?;]\s))(?:(?:[Ff]or|[Oo]n|[Ii]n|[Aa]t|[Dd]uring|[Ww]ith|[Ww]ithout|[Aa]round)\s+"
+FRONTED_BARE = re.compile(rf"(?:^|(?<=[.!?;]\s))(?:(?:[Ff]or|[Oo]n|[Ii]n|[Aa]t|[Dd]uring|[Ww]ith|[Ww]ithout)\s+"
                           rf"(?:(?!{_SUBJ}\b)[A-Za-z'-]+\s+){{0,5}}?(?!{_SUBJ}\b)[A-Za-z'-]+)"
                           rf"(?=\s+{_SUBJ}(?:'d|'m|'ll|'ve|'re)?\s+[a-z])")
 # "for my store", "in our community", "in my corner" are complements, not conditions: only a few

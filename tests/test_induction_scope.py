@@ -71,6 +71,9 @@ from induction.session import Session, SessionTurn as Turn
     ("At least I tried.", []),
     ("In 2019 I moved to Cork.", []),
     ("After that, I called the plumber.", []),
+    # "after" / "before" an event anchors a time, it sets no condition (only a clock time, a meal or bed does)
+    ("After that festival, I now prefer quiet acoustic sets.", []),
+    ("Before the move, we mostly cooked pasta.", []),
     # the chat register's lower-case fronted phrases and subjects; times of day and company as conditions
     ("for invoices i use a spreadsheet", ["for invoices"]),
     ("at the office im always on mute", ["at the office"]),
