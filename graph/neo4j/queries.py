@@ -2,6 +2,25 @@
 
 from __future__ import annotations
 
+# Times travel as ISO strings and become DateTime on the server (datetime()): the driver's Python
+# conversion of each datetime cost ~80 us of client CPU, 0.2 s per 1,000-fact commit. Reads return them
+# with toString() for the same reason (store.py parses them back).
+FACT_TIMES = ("observed_at", "valid_from", "valid_to", "recorded_at", "expired_at", "retracted_at")
+CONCEPT_TIMES = ("created_at", "retired_at")
+EDIT_TIMES = ("at", "undone_at")
+TURN_TIMES = ("at",)
+REL_TIMES = ("at", "resolved_at")
+
+
+def _times(var: str, props: tuple[str, ...]) -> str:
+    return "SET " + ", ".join(f"{var}.{p} = datetime(r.{p})" for p in props)
+
+
+def as_text(var: str, props: tuple[str, ...]) -> str:
+    """Map-projection items that return ``var``'s time properties as text."""
+    return ", ".join(f"{p}: toString({var}.{p})" for p in props)
+
+
 
 def schema(dim: int) -> list[str]:
     return [
@@ -26,11 +45,9 @@ def schema(dim: int) -> list[str]:
     ]
 
 
-# -- optimistic concurrency: taking the write lock on the user's meta node serializes commits --
+# -- optimistic concurrency: taking the write lock on the user's meta node serializes commits (LOCK) --
 # epoch: a fresh token each time a user's meta node is created, so a purged-and-recreated user (whose
 # version restarts at 0) never validates another process's cached vectors.
-LOCK_VERSION = ("MERGE (u:UserMeta {user_id: $u}) ON CREATE SET u.version = 0, u.epoch = randomUUID() "
-                "SET u.locked_at = timestamp() RETURN u.version AS v")
 CACHE_TOKEN = "MATCH (u:UserMeta {user_id: $u}) RETURN u.version AS v, u.epoch AS e"
 SET_VERSION = "MATCH (u:UserMeta {user_id: $u}) SET u.version = $v"
 # What a cached embedding matrix is checked against on every search: the token and the ids it covers
@@ -38,55 +55,62 @@ SET_VERSION = "MATCH (u:UserMeta {user_id: $u}) SET u.version = $v"
 CACHE_CHECK = ("MATCH (u:UserMeta {user_id: $u}) OPTIONAL MATCH (f:Fact {user_id: $u}) WHERE f.embedding IS NOT NULL "
                "RETURN u.version AS v, u.epoch AS e, collect(f.fact_id) AS ids")
 
-# -- snapshot --
-LOAD_CONCEPTS = "MATCH (c:Concept {user_id: $u}) RETURN c {.*} AS c"
-LOAD_PARENTS = "MATCH (p:Concept {user_id: $u})-[:PARENT_OF]->(c:Concept) RETURN p.concept_id AS p, c.concept_id AS c"
-LOAD_CONTAINS = "MATCH (c:Concept {user_id: $u})-[:CONTAINS]->(f:Fact) RETURN c.concept_id AS c, f.fact_id AS f"
-LOAD_FACTS = "MATCH (f:Fact {user_id: $u}) RETURN f {.*, embedding: null} AS f"
-LOAD_RELATIONS = ("MATCH (a:Fact {user_id: $u})-[r:SUPERSEDES|CONFLICTS_WITH]->(b:Fact) "
-                  "RETURN type(r) AS type, a.fact_id AS src, b.fact_id AS dst, r.at AS at, r.reason AS reason, "
-                  "r.resolved_at AS resolved_at")
-LOAD_EDITS = "MATCH (e:Edit {user_id: $u}) RETURN e {.*} AS e ORDER BY e.seq"
-LOAD_TURN_IDS = "MATCH (t:Turn {user_id: $u}) RETURN t.turn_id AS t"
-LOAD_SESSIONS = "MATCH (s:Session {user_id: $u}) RETURN s.session_id AS s, s.content_hash AS h"
+# -- snapshot: LOAD_ALL below; the edit log alone --
+LOAD_EDITS = "MATCH (e:Edit {user_id: $u}) RETURN e {.*, " + as_text("e", EDIT_TIMES) + "} AS e ORDER BY e.seq"
 
-# -- writes (each takes $rows) --
-# Tenancy: concept, fact and edit ids are globally unique (the constraints above). CREATE_FACTS fails
+# Tenancy: concept, fact and edit ids are globally unique (the constraints above). Creating a fact fails
 # on another user's fact id (ConstraintError); the two upserts must not take over another user's node
 # (MERGE waits on the constraint, then matches it, also for a racing commit of another user), so they
 # return how many rows they wrote: fewer than sent = an id held by another user. No pre-check query:
 # these are exact inside the commit transaction and cost no extra round trip.
-UPSERT_CONCEPTS = ("UNWIND $rows AS r MERGE (c:Concept {concept_id: r.concept_id}) ON CREATE SET c.user_id = $u "
-                   "WITH c, r WHERE c.user_id = $u SET c += r RETURN count(c) AS n")
-DELETE_CONCEPTS = "UNWIND $rows AS r MATCH (c:Concept {concept_id: r, user_id: $u}) DETACH DELETE c"
-ADD_PARENT = ("UNWIND $rows AS r MATCH (p:Concept {concept_id: r.p, user_id: $u}), (c:Concept {concept_id: r.c, user_id: $u}) "
-              "CREATE (p)-[:PARENT_OF]->(c)")
-REMOVE_PARENT = ("UNWIND $rows AS r MATCH (p:Concept {concept_id: r.p, user_id: $u})-[e:PARENT_OF]->"
-                 "(c:Concept {concept_id: r.c}) DELETE e")
-ADD_CONTAINS = ("UNWIND $rows AS r MATCH (c:Concept {concept_id: r.c, user_id: $u}), (f:Fact {fact_id: r.f, user_id: $u}) "
-                "CREATE (c)-[:CONTAINS]->(f)")
-REMOVE_CONTAINS = ("UNWIND $rows AS r MATCH (c:Concept {concept_id: r.c, user_id: $u})-[e:CONTAINS]->"
-                   "(f:Fact {fact_id: r.f}) DELETE e")
-CREATE_FACTS = "UNWIND $rows AS r CREATE (f:Fact) SET f = r"
-UPDATE_FACTS = "UNWIND $rows AS r MATCH (f:Fact {fact_id: r.fact_id, user_id: $u}) SET f += r"
-DELETE_FACTS = "UNWIND $rows AS r MATCH (f:Fact {fact_id: r, user_id: $u}) DETACH DELETE f"
-ADD_SUPERSEDES = ("UNWIND $rows AS r MATCH (a:Fact {fact_id: r.src, user_id: $u}), (b:Fact {fact_id: r.dst, user_id: $u}) "
-                  "CREATE (a)-[:SUPERSEDES {at: r.at, reason: r.reason}]->(b)")
-ADD_CONFLICTS = ("UNWIND $rows AS r MATCH (a:Fact {fact_id: r.src, user_id: $u}), (b:Fact {fact_id: r.dst, user_id: $u}) "
-                 "CREATE (a)-[:CONFLICTS_WITH {at: r.at, reason: r.reason, resolved_at: r.resolved_at}]->(b)")
-UPDATE_CONFLICTS = ("UNWIND $rows AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})-[e:CONFLICTS_WITH]->"
-                    "(b:Fact {fact_id: r.dst}) SET e.reason = r.reason, e.resolved_at = r.resolved_at")
-REMOVE_SUPERSEDES = ("UNWIND $rows AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})-[e:SUPERSEDES]->"
-                     "(b:Fact {fact_id: r.dst}) DELETE e")
-REMOVE_CONFLICTS = ("UNWIND $rows AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})-[e:CONFLICTS_WITH]->"
-                    "(b:Fact {fact_id: r.dst}) DELETE e")
-UPSERT_EDITS = ("UNWIND $rows AS r MERGE (e:Edit {edit_id: r.edit_id}) ON CREATE SET e.user_id = $u "
-                "WITH e, r WHERE e.user_id = $u SET e += r RETURN count(e) AS n")
-CREATE_TURNS = "UNWIND $rows AS r CREATE (t:Turn) SET t = r"
-ADD_DERIVED = ("UNWIND $rows AS r MATCH (f:Fact {fact_id: r.f, user_id: $u}), (t:Turn {key: r.t}) "
-               "WHERE t.user_id = $u CREATE (f)-[:DERIVED_FROM]->(t)")
-UPSERT_SESSIONS = ("UNWIND $rows AS r MERGE (s:Session {key: r.key}) SET s.session_id = r.session_id, "
-                   "s.user_id = $u, s.content_hash = r.content_hash")
+
+# -- a commit: LOCK first, then one UNWIND statement per kind of row that has rows, in this order --
+# LOCK takes the user's write lock, checks the version the batch was built on (``$check``; no row when the
+# user is elsewhere: the caller reads why) and sets the version it leaves (``$new``: invisible to others
+# until the transaction commits), in one statement where a lock and a version statement were two.
+# Why not every phase in one statement (tried): the server caches a plan per statement *and* per size
+# bucket of each list parameter, and planning the 18-subquery statement cost 1-2 s of server CPU, again
+# for each new combination of list sizes; separate statements plan in milliseconds.
+LOCK = ("MERGE (m:UserMeta {user_id: $u}) ON CREATE SET m.version = 0, m.epoch = randomUUID() "
+        "SET m.locked_at = timestamp() WITH m, m.version AS v WHERE v = $check "
+        "SET m.version = $new RETURN v, m.epoch AS e")
+WRITE_PHASES: tuple[tuple[str, str], ...] = (
+    ("turns", "UNWIND $turns AS r CREATE (t:Turn) SET t = r SET t.at = datetime(r.at)"),
+    ("sessions", "UNWIND $sessions AS r MERGE (s:Session {key: r.key}) SET s.session_id = r.session_id, "
+                 "s.user_id = $u, s.content_hash = r.content_hash"),
+    ("concepts", "UNWIND $concepts AS r MERGE (c:Concept {concept_id: r.concept_id}) ON CREATE SET c.user_id = $u "
+                 "WITH c, r WHERE c.user_id = $u SET c += r " + _times("c", CONCEPT_TIMES) + " RETURN count(c) AS n_concepts"),
+    ("facts_create", "UNWIND $facts_create AS r CREATE (f:Fact) SET f = r " + _times("f", FACT_TIMES)),
+    ("facts_update", "UNWIND $facts_update AS r MATCH (f:Fact {fact_id: r.fact_id, user_id: $u}) SET f += r "
+                     + _times("f", FACT_TIMES)),
+    ("parent_remove", "UNWIND $parent_remove AS r MATCH (p:Concept {concept_id: r.p, user_id: $u})-[e:PARENT_OF]->"
+                      "(c:Concept {concept_id: r.c}) DELETE e"),
+    ("contains_remove", "UNWIND $contains_remove AS r MATCH (c:Concept {concept_id: r.c, user_id: $u})-[e:CONTAINS]->"
+                        "(f:Fact {fact_id: r.f}) DELETE e"),
+    ("supersedes_remove", "UNWIND $supersedes_remove AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})-[e:SUPERSEDES]->"
+                          "(b:Fact {fact_id: r.dst}) DELETE e"),
+    ("conflicts_remove", "UNWIND $conflicts_remove AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})"
+                         "-[e:CONFLICTS_WITH]->(b:Fact {fact_id: r.dst}) DELETE e"),
+    ("supersedes_add", "UNWIND $supersedes_add AS r MATCH (a:Fact {fact_id: r.src, user_id: $u}), "
+                       "(b:Fact {fact_id: r.dst, user_id: $u}) CREATE (a)-[:SUPERSEDES {at: datetime(r.at), reason: r.reason}]->(b)"),
+    ("conflicts_add", "UNWIND $conflicts_add AS r MATCH (a:Fact {fact_id: r.src, user_id: $u}), "
+                      "(b:Fact {fact_id: r.dst, user_id: $u}) "
+                      "CREATE (a)-[:CONFLICTS_WITH {at: datetime(r.at), reason: r.reason, "
+                      "resolved_at: datetime(r.resolved_at)}]->(b)"),
+    ("conflicts_update", "UNWIND $conflicts_update AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})"
+                         "-[e:CONFLICTS_WITH]->(b:Fact {fact_id: r.dst}) SET e.reason = r.reason, "
+                         "e.resolved_at = datetime(r.resolved_at)"),
+    ("parent_add", "UNWIND $parent_add AS r MATCH (p:Concept {concept_id: r.p, user_id: $u}), "
+                   "(c:Concept {concept_id: r.c, user_id: $u}) CREATE (p)-[:PARENT_OF]->(c)"),
+    ("contains_add", "UNWIND $contains_add AS r MATCH (c:Concept {concept_id: r.c, user_id: $u}), "
+                     "(f:Fact {fact_id: r.f, user_id: $u}) CREATE (c)-[:CONTAINS]->(f)"),
+    ("derived_add", "UNWIND $derived_add AS r MATCH (f:Fact {fact_id: r.f, user_id: $u}), (t:Turn {key: r.t}) "
+                    "WHERE t.user_id = $u CREATE (f)-[:DERIVED_FROM]->(t)"),
+    ("edits", "UNWIND $edits AS r MERGE (e:Edit {edit_id: r.edit_id}) ON CREATE SET e.user_id = $u "
+              "WITH e, r WHERE e.user_id = $u SET e += r " + _times("e", EDIT_TIMES) + " RETURN count(e) AS n_edits"),
+    ("facts_delete", "UNWIND $facts_delete AS r MATCH (f:Fact {fact_id: r, user_id: $u}) DETACH DELETE f"),
+    ("concepts_delete", "UNWIND $concepts_delete AS r MATCH (c:Concept {concept_id: r, user_id: $u}) DETACH DELETE c"),
+)
 
 # -- reads for retrieval --
 # The Lucene clause on user_id only narrows (analyzers split ids); the WHERE is what isolates users.
@@ -115,11 +139,31 @@ def fetch_within(hops: int) -> str:
     return ("MATCH (s:Fact) WHERE s.user_id = $u AND s.fact_id IN $ids "
             f"OPTIONAL MATCH (s)-[:SUPERSEDES|CONFLICTS_WITH*1..{int(hops)}]-(o:Fact) "
             "WITH collect(DISTINCT s) + collect(DISTINCT o) AS ns UNWIND ns AS f WITH DISTINCT f " + _FETCH_TAIL)
-FETCH_TURNS = ("MATCH (t:Turn) WHERE t.user_id = $u AND t.turn_id IN $ids RETURN t {.*} AS t "
+FETCH_TURNS = ("MATCH (t:Turn) WHERE t.user_id = $u AND t.turn_id IN $ids RETURN t {.*, at: toString(t.at)} AS t "
                "ORDER BY t.session_id, t.seq")
 TURN_FACTS = ("MATCH (f:Fact)-[:DERIVED_FROM]->(t:Turn) WHERE t.user_id = $u AND f.user_id = $u AND t.turn_id IN $ids "
               "RETURN DISTINCT f.fact_id AS f ORDER BY f")
 USERS = "MATCH (u:UserMeta) RETURN u.user_id AS u ORDER BY u"
+
+# The whole snapshot in one statement (one round trip instead of one per part): one row of lists.
+LOAD_ALL = (
+    "OPTIONAL MATCH (m:UserMeta {user_id: $u}) WITH m.version AS v, m.epoch AS e "
+    "CALL () { MATCH (c:Concept {user_id: $u}) RETURN collect(c {.*, " + as_text("c", CONCEPT_TIMES) + "}) AS concepts } "
+    "CALL () { MATCH (p:Concept {user_id: $u})-[:PARENT_OF]->(c:Concept) "
+    "  RETURN collect([p.concept_id, c.concept_id]) AS parents } "
+    "CALL () { MATCH (c:Concept {user_id: $u})-[:CONTAINS]->(f:Fact) "
+    "  RETURN collect([c.concept_id, f.fact_id]) AS contains } "
+    "CALL () { MATCH (f:Fact {user_id: $u}) RETURN collect(f {.*, embedding: null, " + as_text("f", FACT_TIMES)
+    + "}) AS facts } "
+    "CALL () { MATCH (a:Fact {user_id: $u})-[r:SUPERSEDES|CONFLICTS_WITH]->(b:Fact) "
+    "  RETURN collect({type: type(r), src: a.fact_id, dst: b.fact_id, reason: r.reason, " + as_text("r", REL_TIMES)
+    + "}) AS relations } "
+    "CALL () { MATCH (x:Edit {user_id: $u}) WITH x ORDER BY x.seq RETURN collect(x {.*, " + as_text("x", EDIT_TIMES)
+    + "}) AS edits } "
+    "CALL () { MATCH (t:Turn {user_id: $u}) RETURN collect(t.turn_id) AS turn_ids } "
+    "CALL () { MATCH (s:Session {user_id: $u}) RETURN collect([s.session_id, s.content_hash]) AS sessions } "
+    "RETURN v, e, concepts, parents, contains, facts, relations, edits, turn_ids, sessions"
+)
 
 # -- purge / counts --
 NODE_LABELS = ("Fact", "Concept", "Edit", "Turn", "Session", "UserMeta")
@@ -128,16 +172,22 @@ COUNT_NODES_USER = "MATCH (n:{label} {{user_id: $u}}) RETURN count(n) AS n"
 COUNT_NODES_ALL = "MATCH (n:{label}) RETURN count(n) AS n"
 COUNT_RELS_USER = "MATCH (a {{user_id: $u}})-[r:{label}]->() RETURN count(r) AS n"
 COUNT_RELS_ALL = "MATCH ()-[r:{label}]->() RETURN count(r) AS n"
-PURGE_LABEL = "MATCH (n:{label} {{user_id: $u}}) DETACH DELETE n RETURN count(*) AS n"
+
+# Every node of the user, label by label, in one statement (UserMeta last); ``n``: how many.
+_PURGE_NODES = ("CALL () { " + " UNION ALL ".join(f"MATCH (n:{label} {{user_id: $u}}) DETACH DELETE n RETURN 1 AS one"
+                                                 for label in NODE_LABELS) + " } ")
+PURGE_NODES = _PURGE_NODES + "RETURN count(one) AS n"
 
 # -- hard delete by id (GraphStore.purge_items) --
 PURGE_ID_PROPS = {"Fact": "fact_id", "Edit": "edit_id", "Concept": "concept_id", "Turn": "turn_id",
                   "Session": "session_id"}
 # Lock without MERGE: purging an unknown user must not create its UserMeta node.
-# A purge's lock: MERGE waits for a first commit of the user still in flight; ``made`` says the node
-# is the purge's own (it is deleted with the rest and not counted as removed).
-LOCK_FOR_PURGE = ("MERGE (u:UserMeta {user_id: $u}) ON CREATE SET u.version = 0, u.epoch = randomUUID(), "
-                  "u.purge_made = true SET u.locked_at = timestamp() RETURN coalesce(u.purge_made, false) AS made")
 LOCK_EXISTING_VERSION = "MATCH (u:UserMeta {user_id: $u}) SET u.locked_at = timestamp() RETURN u.version AS v"
+# A purge's lock, then PURGE_NODES, in one statement (a purge, a replace's first half). MERGE waits for a
+# first commit of the user still in flight; ``made`` says the node is the purge's own (it is deleted with
+# the rest and not counted as removed).
+LOCK_AND_PURGE = ("MERGE (m:UserMeta {user_id: $u}) ON CREATE SET m.version = 0, m.epoch = randomUUID(), "
+                  "m.purge_made = true SET m.locked_at = timestamp() WITH coalesce(m.purge_made, false) AS made "
+                  + _PURGE_NODES + "RETURN made, count(one) AS n")
 DELETE_BY_IDS = ("MATCH (n:{label}) WHERE n.user_id = $u AND n.{prop} IN $ids "
                  "DETACH DELETE n RETURN count(*) AS n")

@@ -1,12 +1,15 @@
 """Neo4j backend (driver 6.x) for a real Neo4j 5 server or cluster.
 
 Commits run in one write transaction that first locks the user's ``UserMeta`` node, so two
-writers for one user serialize and the loser sees a moved version. User Cypher never reaches the server: graph/cypher/sandbox.py runs it on a per-user in-memory copy.
+writers for one user serialize and the loser sees a moved version. The lock, the version check and the
+new version are one statement; each kind of row follows as one UNWIND statement (graph/neo4j/rows.py);
+a snapshot is one statement and the token read after it. Commits of this process are reported to
+listeners (``add_commit_listener``), so the route index is extended, not rebuilt, after our own writes;
+``setup`` warms the driver pool and the server's plans in the background. User Cypher never reaches the server: graph/cypher/sandbox.py runs it on a per-user in-memory copy.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 import uuid
@@ -19,61 +22,19 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 from pydantic import ValidationError
 
-from graph.bm25 import tokenize
 from graph.cypher.sandbox import run_user_cypher
 from graph.edits import EditRejected, check_invariants, id_taken
 from graph.ids import validate_user_id
 from graph.models import Edit, Turn
 from graph.neo4j import queries as Q
-from graph.serialize import (concept_row, edit_row, fact_row, row_concept, row_edit, row_fact, row_relation,
-                             row_turn, session_key, turn_key, turn_row)
+from graph.neo4j.rows import CHUNK_ROWS, chunks, lucene_query, parse_times, unpack_embedding, write_rows
+from graph.serialize import row_concept, row_edit, row_fact, row_relation, row_turn
 from graph.snapshot import ChangeSet, Snapshot
 from graph.store import ConcurrentModification, PurgeSet, StoreError, Subgraph, UnknownUser
 from graph.vectors import top_k
 
 if TYPE_CHECKING:
     import neo4j
-
-
-def _escape(term: str) -> str:
-    return re.sub(r'([+\-&|!(){}\[\]^"~*?:\\/])', r"\\\1", term)
-
-
-def lucene_query(text: str, user_id: str | None = None) -> str:
-    r"""OR of the query's content words, each escaped: user text never reaches Lucene syntax.
-    With ``user_id``, a phrase clause on the user field narrows the search to that user's facts.
-
-    >>> lucene_query('hiking AND "knee"*')
-    'statement:(hiking OR knee)'
-    >>> lucene_query('hiking', 'u"1')
-    'user_id:"u\\"1" AND statement:(hiking)'
-    """
-    words = " OR ".join(_escape(w) for w in dict.fromkeys(tokenize(text)))
-    if not words:
-        return ""
-    clause = f"statement:({words})"
-    return f'user_id:"{_escape(user_id)}" AND {clause}' if user_id else clause
-
-
-def pack_embedding(vec: Sequence[float] | None) -> bytes | None:
-    """An embedding as stored: little-endian float32 bytes, as the embedded store and the export keep it.
-
-    >>> unpack_embedding(pack_embedding([0.5, -1.0])).tolist()
-    [0.5, -1.0]
-    """
-    return None if vec is None else np.asarray(vec, dtype="<f4").tobytes()
-
-
-def unpack_embedding(v: bytes | Sequence[float]) -> np.ndarray:
-    """A stored embedding as float32: bytes, or the float list earlier versions stored (read as float32,
-    the precision every embedding is exported with).
-
-    >>> unpack_embedding([0.5, -1.0]).dtype
-    dtype('float32')
-    """
-    if isinstance(v, (bytes, bytearray)):
-        return np.frombuffer(v, dtype="<f4").astype(np.float32)
-    return np.asarray(v, dtype=np.float32)
 
 
 @dataclass(frozen=True)
@@ -84,11 +45,15 @@ class UserHold:
     purge: Callable[[], int]
 
 
+# The made-up user ``warm`` reads and writes (rolled back) to get the statements planned.
+WARM_USER = "evomem.warm-up"
+
+
 class Neo4jStore:
     name = "neo4j"
 
     def __init__(self, uri: str, user: str | None = None, password: str | None = None, database: str | None = None,
-                 embedding_dim: int = 384, cache_users: int = 256):
+                 embedding_dim: int = 384, cache_users: int = 256, chunk_rows: int = CHUNK_ROWS):
         import neo4j
 
         self._neo4j = neo4j
@@ -101,6 +66,9 @@ class Neo4jStore:
         self.cache_users = cache_users
         self._emb_cache: OrderedDict[str, tuple[tuple[int, str], list[str], np.ndarray]] = OrderedDict()
         self._cache_lock = threading.Lock()  # API requests run in a thread pool; OrderedDict moves are not atomic
+        self.chunk_rows = chunk_rows
+        self._listeners: list[Callable[[str, ChangeSet | None, str], None]] = []
+        self._listen_lock = threading.Lock()
 
     # -- plumbing --
     def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
@@ -122,8 +90,36 @@ class Neo4jStore:
         for stmt in Q.schema(self.embedding_dim):
             self._driver.execute_query(stmt, database_=self._db)
         self._driver.execute_query("CALL db.awaitIndexes(300)", database_=self._db)
+        self._warming = threading.Thread(target=self.warm, name="evomem-neo4j-warm", daemon=True)
+        self._warming.start()
+
+    def warm(self) -> None:
+        """Bring the server and the driver to speed, so the first request does not pay for it: two pooled
+        connections opened, and every statement of the request and commit paths planned (the server
+        caches plans per statement text, for every client). A made-up user's reads and a write rolled
+        back; setup() runs it in the background, and a failure only leaves the first request slower."""
+        u = WARM_USER
+        try:
+            with self._driver.session(database=self._db) as s1, self._driver.session(database=self._db) as s2:
+                s2.run("RETURN 1").consume()  # a second connection while s1 is not yet back in the pool
+                tx = s1.begin_transaction()
+                try:  # the lock statement (its check fails: nothing written) and each write statement
+                    tx.run(Q.LOCK, u=u, check=-1, new=0).consume()
+                    for name, query in Q.WRITE_PHASES:
+                        tx.run(query, {name: []}, u=u).consume()
+                finally:
+                    tx.rollback()
+            self.version_token(u)
+            self.load_snapshot(u)
+            self.turns(u, [u])
+            self._embeddings(u)
+        except Exception:  # closed meanwhile, server gone: the request path reports such things itself
+            pass
 
     def close(self) -> None:
+        warming = getattr(self, "_warming", None)
+        if warming is not None:
+            warming.join(timeout=2.0)  # then close under it: its error is swallowed
         self._driver.close()
 
     # -- snapshot / commit --
@@ -140,7 +136,8 @@ class Neo4jStore:
         with self._driver.session(database=self._db, default_access_mode=self._neo4j.READ_ACCESS) as s:
             for attempt in range(50):
                 try:
-                    snap, token = s.execute_read(self._load, user_id)
+                    # one transaction, two statements: the whole snapshot, then the token again
+                    snap, token, after = s.execute_read(self._load, user_id)
                 except (ValidationError, KeyError, TypeError):  # a node seen mid-delete: its properties gone
                     broken += 1
                     if broken >= 3:  # unreadable on every read: stored data, not a race
@@ -148,7 +145,7 @@ class Neo4jStore:
                     torn = None
                     time.sleep(0.005)
                     continue
-                if s.execute_read(self._token, user_id) != token:
+                if after != token:
                     torn = None
                     continue
                 try:
@@ -172,33 +169,27 @@ class Neo4jStore:
         return None if row is None else (row["v"], row["e"])
 
     @classmethod
-    def _load(cls, tx: Any, u: str) -> tuple[Snapshot, tuple[int, str] | None]:
-        def rows(q: str) -> list[dict[str, Any]]:
-            return [r.data() for r in tx.run(q, u=u)]
-
+    def _load(cls, tx: Any, u: str) -> tuple[Snapshot, tuple[int, str] | None, tuple[int, str] | None]:
+        rec = tx.run(Q.LOAD_ALL, u=u).single()
+        r = dict(zip(rec.keys(), rec.values()))  # not Record.data(): see _read_plain
+        token = None if r["v"] is None else (r["v"], r["e"])
         s = Snapshot(user_id=u)
-        token = cls._token(tx, u)
         s.version = token[0] if token else 0
-        s.concepts = {c.concept_id: c for c in (row_concept(r["c"]) for r in rows(Q.LOAD_CONCEPTS))}
-        s.parent = {r["c"]: r["p"] for r in rows(Q.LOAD_PARENTS)}
-        s.fact_concept = {r["f"]: r["c"] for r in rows(Q.LOAD_CONTAINS)}
-        s.facts = {f.fact_id: f for f in (row_fact(r["f"]) for r in rows(Q.LOAD_FACTS))}
-        s.relations = {rel.key: rel for rel in (row_relation(r) for r in rows(Q.LOAD_RELATIONS))}
-        s.edits = {e.edit_id: e for e in (row_edit(r["e"]) for r in rows(Q.LOAD_EDITS))}
-        s.turn_ids = {r["t"] for r in rows(Q.LOAD_TURN_IDS)}
-        s.sessions = {r["s"]: r["h"] for r in rows(Q.LOAD_SESSIONS)}
-        return s, token
+        s.concepts = {c.concept_id: c for c in (row_concept(parse_times(x, Q.CONCEPT_TIMES)) for x in r["concepts"])}
+        s.parent = {c: p for p, c in r["parents"]}
+        s.fact_concept = {f: c for c, f in r["contains"]}
+        s.facts = {f.fact_id: f for f in (row_fact(parse_times(x, Q.FACT_TIMES)) for x in r["facts"])}
+        s.relations = {rel.key: rel for rel in (row_relation(parse_times(x, Q.REL_TIMES)) for x in r["relations"])}
+        s.edits = {e.edit_id: e for e in (row_edit(parse_times(x, Q.EDIT_TIMES)) for x in r["edits"])}
+        s.turn_ids = set(r["turn_ids"])
+        s.sessions = {k: h for k, h in r["sessions"]}
+        return s, token, cls._token(tx, u)
 
     def commit(self, changes: ChangeSet) -> None:
         with self._driver.session(database=self._db) as s:
             tx = s.begin_transaction()
             try:
-                current = _single(tx.run(Q.LOCK_VERSION, u=changes.user_id))["v"]
-                if current != changes.expected_version:
-                    raise ConcurrentModification(
-                        f"user {changes.user_id!r} is at version {current}, batch was built on {changes.expected_version}")
-                self._write(tx, changes)
-                tx.run(Q.SET_VERSION, u=changes.user_id, v=changes.new_version).consume()
+                epoch = self._write(tx, changes, changes.expected_version)
                 tx.commit()
             except self._neo4j.exceptions.ConstraintError as e:
                 # One of our new fact ids is another user's (or a racing user's commit took it first);
@@ -209,43 +200,53 @@ class Neo4jStore:
             finally:
                 if not tx.closed():
                     tx.rollback()
+        self._tell(changes.user_id, changes, f"{changes.new_version}:{epoch}")
 
-    @staticmethod
-    def _write(tx: Any, cs: ChangeSet) -> None:
+    def _write(self, tx: Any, cs: ChangeSet, check: int) -> str:
+        """Lock the user, check its version is ``check`` and set the new one (queries.LOCK), then write
+        ``cs``: one UNWIND statement per kind of row that has rows, in chunks of ``chunk_rows``. Returns
+        the user's epoch."""
         u = cs.user_id
         validate_user_id(u)  # the writes below refuse other users' ids themselves (see queries.py)
+        row = tx.run(Q.LOCK, u=u, check=check, new=cs.new_version).single()
+        if row is None:  # the user is not at ``check``: nothing was written
+            current = tx.run(Q.CACHE_TOKEN, u=u).single()
+            raise ConcurrentModification(f"user {u!r} is at version {current['v'] if current else 0}, "
+                                         f"batch was built on {check}")
+        counted = {"concepts": ("n_concepts", "Concept"), "edits": ("n_edits", "Edit")}
+        phases = write_rows(cs)
+        for name, query in Q.WRITE_PHASES:
+            for chunk in chunks(phases[name], self.chunk_rows):
+                result = tx.run(query, {name: chunk}, u=u)
+                if name in counted:
+                    key, label = counted[name]
+                    if _single(result)[key] != len(chunk):
+                        raise id_taken(label)
+                else:
+                    result.consume()
+        return str(row["e"])
 
-        def run(q: str, rows: list[Any]) -> None:
-            if rows:
-                tx.run(q, rows=rows, u=u).consume()
+    # -- commit listeners (the route index is extended by our own commits instead of rebuilt) --
+    def add_commit_listener(self, fn: Callable[[str, ChangeSet | None, str], None]) -> None:
+        """``fn(user_id, changes, token)`` after each commit of this process, in the committing thread (it
+        must be quick); ``changes`` is None after a purge or replace. Commits of other processes are not
+        reported: their token differs from every reported one, so a cache keyed on it rebuilds."""
+        with self._listen_lock:
+            self._listeners.append(fn)
 
-        def upsert(q: str, rows: list[Any], label: str) -> None:
-            if rows and tx.run(q, rows=rows, u=u).single()["n"] != len(rows):
-                raise id_taken(label)
+    def remove_commit_listener(self, fn: Callable[[str, ChangeSet | None, str], None]) -> None:
+        with self._listen_lock:
+            if fn in self._listeners:
+                self._listeners.remove(fn)
 
-        run(Q.CREATE_TURNS, [turn_row(t) for t in cs.turns_create])
-        run(Q.UPSERT_SESSIONS, [{"key": session_key(u, s), "session_id": s, "content_hash": h}
-                                for s, h in cs.sessions_upsert.items()])
-        upsert(Q.UPSERT_CONCEPTS, [concept_row(c) for c in cs.concepts_upsert], "Concept")
-        run(Q.CREATE_FACTS, [{**fact_row(f), "embedding": pack_embedding(cs.embeddings.get(f.fact_id))}
-                             for f in cs.facts_create])
-        run(Q.UPDATE_FACTS, [fact_row(f) for f in cs.facts_update])
-        run(Q.REMOVE_PARENT, [{"p": p, "c": c} for p, c in cs.parent_remove])
-        run(Q.REMOVE_CONTAINS, [{"c": c, "f": f} for c, f in cs.contains_remove])
-        run(Q.REMOVE_SUPERSEDES, [{"src": r.src, "dst": r.dst} for r in cs.relations_remove if r.type == "SUPERSEDES"])
-        run(Q.REMOVE_CONFLICTS, [{"src": r.src, "dst": r.dst} for r in cs.relations_remove if r.type == "CONFLICTS_WITH"])
-        run(Q.ADD_SUPERSEDES, [{"src": r.src, "dst": r.dst, "at": r.at, "reason": r.reason}
-                               for r in cs.relations_add if r.type == "SUPERSEDES"])
-        run(Q.ADD_CONFLICTS, [{"src": r.src, "dst": r.dst, "at": r.at, "reason": r.reason, "resolved_at": r.resolved_at}
-                              for r in cs.relations_add if r.type == "CONFLICTS_WITH"])
-        run(Q.UPDATE_CONFLICTS, [{"src": r.src, "dst": r.dst, "reason": r.reason, "resolved_at": r.resolved_at}
-                                 for r in cs.relations_update if r.type == "CONFLICTS_WITH"])
-        run(Q.ADD_PARENT, [{"p": p, "c": c} for p, c in cs.parent_add])
-        run(Q.ADD_CONTAINS, [{"c": c, "f": f} for c, f in cs.contains_add])
-        run(Q.ADD_DERIVED, [{"f": f, "t": turn_key(u, t)} for f, t in cs.derived_from_add])
-        upsert(Q.UPSERT_EDITS, [edit_row(e) for e in cs.edits_upsert], "Edit")
-        run(Q.DELETE_FACTS, list(cs.facts_delete))
-        run(Q.DELETE_CONCEPTS, list(cs.concepts_delete))
+    def _tell(self, user_id: str, changes: ChangeSet | None, token: str | None = None) -> None:
+        with self._listen_lock:
+            listeners = list(self._listeners)
+        if not listeners:
+            return
+        token = token if token is not None else self.version_token(user_id)
+        for fn in listeners:
+            fn(user_id, changes, token)
 
     # -- retrieval reads --
     # The route index cache (retrieval/seeds/index.py) reads this on every request and runs the seed
@@ -348,7 +349,8 @@ class Neo4jStore:
         return Subgraph(facts=facts, relations=list(rels.values()), concept_of=concept_of, concept_paths=paths)
 
     def turns(self, user_id: str, turn_ids: Sequence[str]) -> list[Turn]:
-        return [row_turn(r["t"]) for r in self._read(Q.FETCH_TURNS, u=user_id, ids=list(turn_ids))]
+        return [row_turn(parse_times(r["t"], Q.TURN_TIMES))
+                for r in self._read_plain(Q.FETCH_TURNS, u=user_id, ids=list(turn_ids))]
 
     def turn_facts(self, user_id: str, turn_ids: Sequence[str]) -> list[str]:
         return [r["f"] for r in self._read(Q.TURN_FACTS, u=user_id, ids=list(turn_ids))] if turn_ids else []
@@ -358,7 +360,7 @@ class Neo4jStore:
         return {i: unpack_embedding(e).tolist() for i, e in zip(rows[0]["ids"], rows[0]["embs"])} if rows else {}
 
     def edits(self, user_id: str) -> list[Edit]:
-        return [row_edit(r["e"]) for r in self._read(Q.LOAD_EDITS, u=user_id)]
+        return [row_edit(parse_times(r["e"], Q.EDIT_TIMES)) for r in self._read_plain(Q.LOAD_EDITS, u=user_id)]
 
     def users(self) -> list[str]:
         return [r["u"] for r in self._read(Q.USERS)]
@@ -375,13 +377,14 @@ class Neo4jStore:
             # behind the purge finds its version gone and retries on the empty user.
             # MERGE, not MATCH: a first commit of this user still in flight (its UserMeta not yet
             # committed) must finish before the deletes read what to delete, or it lands after them.
-            made = bool(tx.run(Q.LOCK_FOR_PURGE, u=user_id).single()["made"])
-            n = sum(int(tx.run(Q.PURGE_LABEL.format(label=label), u=user_id).single()["n"]) for label in Q.NODE_LABELS)
-            return n - made
+            row = _single(tx.run(Q.LOCK_AND_PURGE, u=user_id))  # the lock and every label: one statement
+            return int(row["n"]) - bool(row["made"])
 
         self._emb_cache.pop(user_id, None)
         with self._driver.session(database=self._db) as s:
-            return s.execute_write(work)
+            n: int = s.execute_write(work)
+        self._tell(user_id, None)
+        return n
 
     @contextmanager
     def hold_user(self, user_id: str) -> Iterator[UserHold]:
@@ -398,8 +401,7 @@ class Neo4jStore:
                     raise UnknownUser(f"no memories are stored for user {user_id!r}")
 
                 def purge() -> int:
-                    return sum(int(_single(tx.run(Q.PURGE_LABEL.format(label=label), u=user_id))["n"])
-                               for label in Q.NODE_LABELS)
+                    return int(_single(tx.run(Q.PURGE_NODES, u=user_id))["n"])
 
                 yield UserHold(int(row["v"]), purge)
                 tx.commit()
@@ -407,17 +409,16 @@ class Neo4jStore:
                 if not tx.closed():
                     tx.rollback()
                 self._emb_cache.pop(user_id, None)
+        self._tell(user_id, None)
 
     def replace_user(self, changes: ChangeSet) -> int:
         u = changes.user_id
 
         def work(tx: Any) -> int:
-            made = bool(tx.run(Q.LOCK_FOR_PURGE, u=u).single()["made"])  # queue behind a commit in flight
-            n = int(sum(tx.run(Q.PURGE_LABEL.format(label=label), u=u).single()["n"] for label in Q.NODE_LABELS)) - made
-            tx.run(Q.LOCK_VERSION, u=u).consume()  # a new UserMeta: a new epoch, so caches keyed on it drop
-            self._write(tx, changes)
-            tx.run(Q.SET_VERSION, u=u, v=changes.new_version).consume()
-            return n
+            row = _single(tx.run(Q.LOCK_AND_PURGE, u=u))  # queue behind a commit in flight, then delete
+            # the write's MERGE makes a new UserMeta (version 0): a new epoch, so caches keyed on it drop
+            self._write(tx, changes, 0)
+            return int(row["n"]) - bool(row["made"])
 
         self._emb_cache.pop(u, None)
         with self._driver.session(database=self._db) as s:
@@ -426,6 +427,7 @@ class Neo4jStore:
             except self._neo4j.exceptions.ConstraintError as e:
                 raise id_taken() from e
         self._emb_cache.pop(u, None)
+        self._tell(u, None)
         return n
 
     def counts(self, user_id: str | None = None) -> dict[str, int]:
@@ -460,31 +462,18 @@ class Neo4jStore:
                 if row is not None:
                     tx.run(Q.SET_VERSION, u=u, v=current + 1).consume()
                 tx.commit()
-                return out
             finally:
                 if not tx.closed():
                     tx.rollback()
+        self._emb_cache.pop(u, None)
+        self._tell(u, None)
+        return out
 
     def wipe(self) -> None:
         """Delete every node (tests only)."""
         self._emb_cache.clear()
         with self._driver.session(database=self._db) as s:  # CALL IN TRANSACTIONS needs an auto-commit tx
             s.run("MATCH (n) CALL (n) { DETACH DELETE n } IN TRANSACTIONS OF 10000 ROWS").consume()
-
-
-def _plain(v: Any) -> Any:
-    """Driver values as JSON-friendly Python (nodes as property maps without embeddings)."""
-    if hasattr(v, "labels") and hasattr(v, "items"):  # Node
-        return {"labels": sorted(v.labels), **{k: _plain(x) for k, x in v.items() if k != "embedding"}}
-    if hasattr(v, "type") and hasattr(v, "items") and hasattr(v, "start_node"):  # Relationship
-        return {"type": v.type, **{k: _plain(x) for k, x in v.items()}}
-    if hasattr(v, "iso_format"):
-        return v.iso_format()
-    if isinstance(v, list):
-        return [_plain(x) for x in v]
-    if isinstance(v, dict):
-        return {k: _plain(x) for k, x in v.items()}
-    return v
 
 
 def _single(result: neo4j.Result) -> neo4j.Record:
