@@ -216,7 +216,6 @@ class PartitionedStore:
         if missing:
             raise PartitionError(f"no store for servers {missing}")
         self.members, self.map = members, pmap
-        self._told: dict[Callable[..., None], list[tuple[GraphStore, Callable[..., None]]]] = {}
 
     @classmethod
     def open(cls, cfg: PartitionConfig, embedding_dim: int = 384) -> PartitionedStore:
@@ -246,23 +245,6 @@ class PartitionedStore:
     def close(self) -> None:
         for m in self.members.values():
             m.close()
-
-    def add_commit_listener(self, fn: Callable[[str, ChangeSet | None, str], None]) -> None:
-        """Each server's commits of this process (Neo4jStore.add_commit_listener), with the token as
-        ``version_token`` gives it (the server's name first): the route index is extended by a user's
-        commits on whichever server the map puts them."""
-        for name, m in self.members.items():
-            listen = getattr(m, "add_commit_listener", None)
-            if listen is not None:
-                def tell(u: str, cs: ChangeSet | None, token: str, name: str = name) -> None:
-                    fn(u, cs, f"{name}/{token}")
-
-                self._told.setdefault(fn, []).append((m, tell))
-                listen(tell)
-
-    def remove_commit_listener(self, fn: Callable[[str, ChangeSet | None, str], None]) -> None:
-        for m, tell in self._told.pop(fn, []):
-            m.remove_commit_listener(tell)  # type: ignore[attr-defined]  # it had add_commit_listener
 
     def users(self) -> list[str]:
         """Users across the servers, each where the map routes it (a stale copy left by a killed move is not

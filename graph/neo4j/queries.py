@@ -174,9 +174,12 @@ COUNT_RELS_USER = "MATCH (a {{user_id: $u}})-[r:{label}]->() RETURN count(r) AS 
 COUNT_RELS_ALL = "MATCH ()-[r:{label}]->() RETURN count(r) AS n"
 
 # Every node of the user, label by label, in one statement (UserMeta last); ``n``: how many.
-_PURGE_NODES = ("CALL () { " + " UNION ALL ".join(f"MATCH (n:{label} {{user_id: $u}}) DETACH DELETE n RETURN 1 AS one"
-                                                 for label in NODE_LABELS) + " } ")
-PURGE_NODES = _PURGE_NODES + "RETURN count(one) AS n"
+# The count is taken inside its own subquery: an aggregate without a grouping key always gives one row
+# (with ``made`` as a key, a user deleted by a racing purge gave none).
+_PURGE_NODES = ("CALL () { CALL () { " + " UNION ALL ".join(
+    f"MATCH (n:{label} {{user_id: $u}}) DETACH DELETE n RETURN 1 AS one" for label in NODE_LABELS)
+    + " } RETURN count(one) AS n } ")
+PURGE_NODES = _PURGE_NODES + "RETURN n"
 
 # -- hard delete by id (GraphStore.purge_items) --
 PURGE_ID_PROPS = {"Fact": "fact_id", "Edit": "edit_id", "Concept": "concept_id", "Turn": "turn_id",
@@ -188,6 +191,6 @@ LOCK_EXISTING_VERSION = "MATCH (u:UserMeta {user_id: $u}) SET u.locked_at = time
 # the rest and not counted as removed).
 LOCK_AND_PURGE = ("MERGE (m:UserMeta {user_id: $u}) ON CREATE SET m.version = 0, m.epoch = randomUUID(), "
                   "m.purge_made = true SET m.locked_at = timestamp() WITH coalesce(m.purge_made, false) AS made "
-                  + _PURGE_NODES + "RETURN made, count(one) AS n")
+                  + _PURGE_NODES + "RETURN made, n")
 DELETE_BY_IDS = ("MATCH (n:{label}) WHERE n.user_id = $u AND n.{prop} IN $ids "
                  "DETACH DELETE n RETURN count(*) AS n")

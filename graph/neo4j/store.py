@@ -3,9 +3,7 @@
 Commits run in one write transaction that first locks the user's ``UserMeta`` node, so two
 writers for one user serialize and the loser sees a moved version. The lock, the version check and the
 new version are one statement; each kind of row follows as one UNWIND statement (graph/neo4j/rows.py);
-a snapshot is one statement and the token read after it. Commits of this process are reported to
-listeners (``add_commit_listener``), so the route index is extended, not rebuilt, after our own writes;
-``setup`` warms the driver pool and the server's plans in the background. User Cypher never reaches the server: graph/cypher/sandbox.py runs it on a per-user in-memory copy.
+a snapshot is one statement and the token read after it; ``setup`` warms the driver pool and the server's plans in the background. User Cypher never reaches the server: graph/cypher/sandbox.py runs it on a per-user in-memory copy.
 """
 
 from __future__ import annotations
@@ -67,8 +65,6 @@ class Neo4jStore:
         self._emb_cache: OrderedDict[str, tuple[tuple[int, str], list[str], np.ndarray]] = OrderedDict()
         self._cache_lock = threading.Lock()  # API requests run in a thread pool; OrderedDict moves are not atomic
         self.chunk_rows = chunk_rows
-        self._listeners: list[Callable[[str, ChangeSet | None, str], None]] = []
-        self._listen_lock = threading.Lock()
 
     # -- plumbing --
     def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
@@ -189,7 +185,7 @@ class Neo4jStore:
         with self._driver.session(database=self._db) as s:
             tx = s.begin_transaction()
             try:
-                epoch = self._write(tx, changes, changes.expected_version)
+                self._write(tx, changes, changes.expected_version)
                 tx.commit()
             except self._neo4j.exceptions.ConstraintError as e:
                 # One of our new fact ids is another user's (or a racing user's commit took it first);
@@ -200,7 +196,6 @@ class Neo4jStore:
             finally:
                 if not tx.closed():
                     tx.rollback()
-        self._tell(changes.user_id, changes, f"{changes.new_version}:{epoch}")
 
     def _write(self, tx: Any, cs: ChangeSet, check: int) -> str:
         """Lock the user, check its version is ``check`` and set the new one (queries.LOCK), then write
@@ -225,28 +220,6 @@ class Neo4jStore:
                 else:
                     result.consume()
         return str(row["e"])
-
-    # -- commit listeners (the route index is extended by our own commits instead of rebuilt) --
-    def add_commit_listener(self, fn: Callable[[str, ChangeSet | None, str], None]) -> None:
-        """``fn(user_id, changes, token)`` after each commit of this process, in the committing thread (it
-        must be quick); ``changes`` is None after a purge or replace. Commits of other processes are not
-        reported: their token differs from every reported one, so a cache keyed on it rebuilds."""
-        with self._listen_lock:
-            self._listeners.append(fn)
-
-    def remove_commit_listener(self, fn: Callable[[str, ChangeSet | None, str], None]) -> None:
-        with self._listen_lock:
-            if fn in self._listeners:
-                self._listeners.remove(fn)
-
-    def _tell(self, user_id: str, changes: ChangeSet | None, token: str | None = None) -> None:
-        with self._listen_lock:
-            listeners = list(self._listeners)
-        if not listeners:
-            return
-        token = token if token is not None else self.version_token(user_id)
-        for fn in listeners:
-            fn(user_id, changes, token)
 
     # -- retrieval reads --
     # The route index cache (retrieval/seeds/index.py) reads this on every request and runs the seed
@@ -383,7 +356,6 @@ class Neo4jStore:
         self._emb_cache.pop(user_id, None)
         with self._driver.session(database=self._db) as s:
             n: int = s.execute_write(work)
-        self._tell(user_id, None)
         return n
 
     @contextmanager
@@ -409,7 +381,6 @@ class Neo4jStore:
                 if not tx.closed():
                     tx.rollback()
                 self._emb_cache.pop(user_id, None)
-        self._tell(user_id, None)
 
     def replace_user(self, changes: ChangeSet) -> int:
         u = changes.user_id
@@ -427,7 +398,6 @@ class Neo4jStore:
             except self._neo4j.exceptions.ConstraintError as e:
                 raise id_taken() from e
         self._emb_cache.pop(u, None)
-        self._tell(u, None)
         return n
 
     def counts(self, user_id: str | None = None) -> dict[str, int]:
@@ -466,7 +436,6 @@ class Neo4jStore:
                 if not tx.closed():
                     tx.rollback()
         self._emb_cache.pop(u, None)
-        self._tell(u, None)
         return out
 
     def wipe(self) -> None:
