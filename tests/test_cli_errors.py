@@ -80,6 +80,7 @@ def _rows(store: Path, neo4j: str, locked: tuple[Path, int]) -> dict[str, tuple[
                              "--memsyco-root", str(store.parent / "no-memsyco")], "no-memsyco"),
         "train-relations": (["train-relations", "--config", str(store.parent / "no-such-config.yaml")],
                             "no-such-config.yaml"),
+        "train-reader": (["train-reader", "--config", str(store.parent / "no-such-reader.yaml")], "no-such-reader.yaml"),
         "ship-policy": (["ship-policy", "--run", str(store.parent / "no-run")], "is not a finished `evomem train-policy` run"),
         "train-policy": (["train-policy", "--config", "grpo-qwen3-4b"], "run `evomem build-data --out data/policy` first"),
         "export": (["export", *s, "--user", "ghost", "--out", str(store.parent / "ghost.jsonl")],
