@@ -9,7 +9,7 @@ for everything TRL owns), loaded from YAML with ``key.sub=value`` overrides, plu
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -19,6 +19,8 @@ from policy.models import ModelConfig
 from policy.perfact import is_per_fact
 from policy.rewards import RewardConfig
 from training_data.synthetic import SyntheticConfig
+
+M = TypeVar("M", bound=BaseModel)
 
 CONFIG_DIR = Path(__file__).resolve().parents[1] / "configs"
 
@@ -279,16 +281,24 @@ def preset_candidates(name: str) -> list[Path]:
     return [d / f"{name}.yaml" for root in (Path("configs"), CONFIG_DIR) for d in (root, root / "experiments")]
 
 
-def preset_path(name: str) -> Path:
-    """A preset name (``grpo-cpu-smoke``) or a YAML path."""
+def preset_path(name: str, family: str = "grpo") -> Path:
+    """A preset name (``grpo-cpu-smoke``) or a YAML path; a missing preset names the known ones of ``family``
+    (the file-name prefix: ``grpo``, ``relations``, ``reader``)."""
     p = Path(name)
     if p.suffix in (".yaml", ".yml"):
         return p
     for cand in preset_candidates(name):
         if cand.is_file():
             return cand
-    known = sorted(x.stem for d in (CONFIG_DIR, CONFIG_DIR / "experiments") for x in d.glob("grpo-*.yaml"))
+    known = sorted(x.stem for d in (CONFIG_DIR, CONFIG_DIR / "experiments") for x in d.glob(f"{family}-*.yaml"))
     raise FileNotFoundError(f"no preset {name!r} (known: {', '.join(known)})")
+
+
+def load_preset(name: str, model: type[M], overrides: list[str] | None = None, family: str = "grpo") -> M:
+    """A typed config from a preset name or YAML path, with ``KEY=VALUE`` overrides (dotted keys) applied:
+    the one loader behind train-policy, train-relations and train-reader."""
+    data = yaml.safe_load(preset_path(name, family).read_text()) or {}
+    return model.model_validate(apply_overrides(data, list(overrides or [])))
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:
@@ -316,5 +326,4 @@ def apply_overrides(data: dict[str, Any], overrides: list[str]) -> dict[str, Any
 
 
 def load_config(path_or_preset: str, overrides: list[str] | None = None) -> TrainConfig:
-    data = yaml.safe_load(preset_path(path_or_preset).read_text()) or {}
-    return TrainConfig.model_validate(apply_overrides(data, list(overrides or [])))
+    return load_preset(path_or_preset, TrainConfig, overrides)

@@ -218,20 +218,10 @@ class TrainReaderOptions(CommonOptions):
 
 
 def load_reader_config(name: str, overrides: list[str] | None = None) -> Any:
-    from pathlib import Path
-
-    import yaml
-
-    from policy.config import apply_overrides, preset_candidates
+    from policy.config import load_preset
     from policy.reader_tune import ReaderTuneConfig
 
-    p = Path(name)
-    if p.suffix not in (".yaml", ".yml"):
-        found = next((c for c in preset_candidates(name) if c.is_file()), None)
-        if found is None:
-            raise FileNotFoundError(f"no preset {name!r} (configs/reader-*.yaml)")
-        p = found
-    return ReaderTuneConfig.model_validate(apply_overrides(yaml.safe_load(p.read_text()) or {}, list(overrides or [])))
+    return load_preset(name, ReaderTuneConfig, overrides, family="reader")
 
 
 def cmd_train_reader(opts: TrainReaderOptions) -> int:

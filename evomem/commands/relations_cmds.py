@@ -6,14 +6,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from pydantic import Field
 
 from evomem.commands.common import Command, CommonOptions, _print
-
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 
 
 class TrainRelationsOptions(CommonOptions):
@@ -23,22 +20,10 @@ class TrainRelationsOptions(CommonOptions):
 
 
 def load_relations_config(name: str, overrides: list[str] | None = None) -> Any:
-    import yaml
-
-    from policy.config import apply_overrides
+    from policy.config import load_preset
     from training_data.relations_train import RelationTrainConfig
 
-    p = Path(name)
-    if p.suffix not in (".yaml", ".yml"):
-        from policy.config import preset_candidates
-
-        found = next((c for c in preset_candidates(name) if c.is_file()), None)
-        if found is None:
-            known = sorted(x.stem for x in CONFIG_DIR.glob("relations-*.yaml"))
-            raise FileNotFoundError(f"no preset {name!r} (known: {', '.join(known)})")
-        p = found
-    data = yaml.safe_load(p.read_text()) or {}
-    return RelationTrainConfig.model_validate(apply_overrides(data, list(overrides or [])))
+    return load_preset(name, RelationTrainConfig, overrides, family="relations")
 
 
 def cmd_train_relations(opts: TrainRelationsOptions) -> int:
