@@ -31,13 +31,21 @@ import re
 _TYPO = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"', "\u2014": " - ", "\u2013": "-"})
 
 # --- condition clauses -------------------------------------------------------------------------------
-_SUB = r"(?:only if|only when|even when|even if|whenever|as long as|so long as|provided(?: that)?|when|if|unless|once)"
+_SUB = (r"(?:only if|only when|even when|even if|whenever|as long as|so long as|provided(?: that)?|every time|each time|"
+        r"any ?time|when|wen|if|unless|once)")
 # What may open the clause: a subject (pronoun, determiner + noun, a number) or a gerund ("when traveling").
 _OPENER = (r"(?:I|I'm|I've|im|ive|we|we're|we've|it|it's|they|they're|there|this|that|these|those|the|a|an|my|our|"
            r"someone|people|everyone|one|two|three|both|each|any|[a-z]+ing)")
 _BOUNDARY = (r"(?=\s*(?:[,;:.!?()\"]|\s-\s|$|\bbut\b|\band (?:I|we)\b|\bI\b(?!'m|'ve)|"
              r"\b(?:we|they|you|it) (?:can|will|could|should|would|may|might|must)\b))")
 CONDITION = re.compile(rf"\b{_SUB}\s+{_OPENER}\b[^,;:.!?()\"]{{0,70}}?{_BOUNDARY}", re.I)
+# "while" / "whilst" scopes only with what one is doing or where one is ("while driving", "whilst I'm at work");
+# with a stative verb it contrasts ("while I like jazz, ..."). An elliptical condition drops its subject and verb:
+# "when abroad", "whilst on holiday", "when at my parents'".
+WHILE = re.compile(rf"\bwhil(?:e|st)\s+(?:(?:I'm|I am|im|we're|we are)\s+)?(?!at it\b)(?:[a-z]+ing|at|on|in|away|abroad|out)\b"
+                   rf"[^,;:.!?()\"]{{0,60}}?{_BOUNDARY}", re.I)
+ELLIPTIC = re.compile(r"\b(?:when|whenever|while|whilst)\s+(?:abroad|away(?: from home)?|overseas|"
+                      r"(?:on|at|in)\s+(?:[A-Za-z'-]+\s+){0,2}?[A-Za-z'-]+)(?=\s*[,;:.!?]|\s+(?:I|i|we)\b|$)", re.I)
 _PAST = re.compile(r"^(?:\S+\s+){0,3}?(?:was|were|had|did|went|got|knew|thought|saw|came|took|used to|"
                    r"\w+ed)\b", re.I)
 _WHETHER = re.compile(r"\b(?:know|wonder(?:ing)?|see|sure|ask(?:ing)?|decide|check|unclear|tell|doubt)\s+$", re.I)
@@ -80,7 +88,10 @@ DOMAIN = re.compile(
 # Closed classes that stay listed: who one is with, recurring times, and a few places.
 SETTING = re.compile(
     r"\b(?:with (?:the |my |our )?(?:friends|family|kids|children|partner|wife|husband|colleagues|coworkers|team|"
-    r"clients|guests|others|other people|groups?|strangers|parents|siblings|sisters?|brothers?|mom|dad|son|daughter)"
+    r"clients|guests|others|other people|groups?|strangers|parents|siblings|sisters?|brothers?|mom|dad|son|daughter|"
+    r"in-laws|boss|manager|landlord|landlady|neighbou?rs|roommates|flatmates|housemates|students|pupils|patients|"
+    r"customers|relatives|grandparents|grandma|grandpa|grandmother|grandfather|aunts?|uncles?|cousins|nephews?|"
+    r"nieces?|doctors?|teachers?|mates|girlfriend|boyfriend|fianc[eé]e?)"
     r"|on (?:weekdays|weekends?|weeknights|week nights|workdays|work days|school nights|holidays|"
     r"(?:Mon|Tues|Wednes|Thurs|Fri|Satur|Sun)days?)"
     r"|(?:after|before) (?:\d{1,2}(?:[:.]\d\d)?\s*(?:am|pm|a\.m\.|p\.m\.)|\d{1,2}(?::\d\d)|noon|midday|midnight|dinner|"
@@ -88,7 +99,18 @@ SETTING = re.compile(
     r"|around (?:the |my |our )?(?:kids|children|family|parents|grandparents|in-laws|colleagues|clients|strangers|guests)"
     r"|(?:during|in) (?:the )?(?:week|work ?days?|work hours|summer|winter|spring|fall|autumn|mornings?|evenings?|"
     r"afternoons?|holidays|rainy season)"
-    r"|at (?:work|home|the office|night|the gym|school|restaurants?)"
+    r"|at (?:work|home|the office|night|the gym|school|restaurants?|(?:the )?weekends?|parties|church|the pub)"
+    r"|in (?:the office|public|private|the car|company)|on (?:the )?(?:train|bus|tube|plane)s?\b"
+    r"|in front of (?:the |my |our )?(?:kids|children|family|parents|guests|clients|students|nephews|nieces|boss|"
+    r"colleagues|strangers|others)"
+    r"|on (?:call|duty|nights|(?:night |early |late )?shifts?)"
+    # a recurring time: an adjective and a plural day word ("on sunny days", "on slow mornings"), a recurring period
+    r"|on (?:[a-z-]+ ){1,2}(?:days|nights|mornings|evenings|afternoons)"
+    r"|during (?:the |my |our )?(?:[a-z-]+ ){0,2}(?:season|seasons|term|terms|semesters?|exams|heatwaves?|"
+    r"winters|summers|months|shifts|Lent|Ramadan|Advent)"
+    # before / after a recurring event (a plural or a mass noun; "after that festival" anchors a time instead)
+    r"|(?:after|before) (?:(?:big|long|early|late|important|hard|my|our) )?(?:workouts|meetings|races|flights|exams|"
+    r"games|matches|shifts|runs|classes|interviews|training|practice|rehearsals|performances|gigs)"
     r"|on (?:my |our |the |a |an )?(?:work |business |long |short |family |solo |group |weekend |road )?"
     r"(?:trips?|flights?|runs?|hikes?|commutes?|vacations?|holidays?)"
     r"|for (?:my |our |the |any |most )?(?:work |business |group |family |solo |weekend |team |client |short |long |"
@@ -157,7 +179,8 @@ def scopes_in(text: str, limit: int = 2) -> list[str]:
     []
     """
     t = text.translate(_TYPO)
-    found = _conditions(t) + _framed(t) + _domains(t) + [(m.start(), m.group(0)) for m in SETTING.finditer(t)]
+    found = (_conditions(t) + _framed(t) + _domains(t) + [(m.start(), m.group(0)) for m in SETTING.finditer(t)]
+             + [(m.start(), m.group(0)) for m in (*WHILE.finditer(t), *ELLIPTIC.finditer(t))])
     found.sort(key=lambda x: (x[0], -len(x[1])))
     out: list[str] = []
     spans: list[tuple[int, int]] = []

@@ -80,6 +80,37 @@ from induction.session import Session, SessionTurn as Turn
     ("no fizzy drinks after 6pm for me", ["after 6pm"]),
     ("On weeknights I keep dinner simple.", ["on weeknights"]),
     ("Around my grandparents I speak only Polish.", ["around my grandparents"]),
+    # issue 44, session 5 (H2): classes written before scoring, sentences from no benchmark.
+    # "every / each / any time" opens a condition clause like "whenever"; told in the past it anchors a time
+    ("Every time I fly I take the window seat.", ["every time I fly"]),
+    ("Each time we visit my aunt, we bring flowers.", ["each time we visit my aunt"]),
+    ("Every time we argued, it ended badly.", []),
+    # "while" / "whilst" with what one is doing or where one is; with a stative verb it contrasts
+    ("While driving I only listen to podcasts.", ["while driving"]),
+    ("I keep my phone face down while I'm at the dinner table.", ["while I'm at the dinner table"]),
+    ("While I like jazz, I prefer rock.", []),
+    # an elliptical condition: subordinator + place or state, no subject or verb
+    ("Whilst abroad I use a prepaid card.", ["whilst abroad"]),
+    ("When abroad, I stick to bottled water.", ["when abroad"]),
+    # a recurring time: adjective + plural day word, a recurring period after "during", British "at the weekend"
+    ("I wear a hat on sunny days.", ["on sunny days"]),
+    ("I met my wife on a rainy day in 2010.", []),
+    ("I don't drink coffee during exam season.", ["during exam season"]),
+    ("I moved to Leeds during the pandemic.", []),
+    ("I sleep late at the weekend.", ["at the weekend"]),
+    # before / after a recurring event (plural); a single past event anchors a time
+    ("Before big meetings I skip lunch.", ["before big meetings"]),
+    ("I stretch after workouts.", ["after workouts"]),
+    ("After years of trying, I finally like olives.", []),
+    # settings: company by kinship or role noun, an audience, a place of its own kind, a duty
+    ("I speak French with my in-laws.", ["with my in-laws"]),
+    ("I don't swear in front of my nephews.", ["in front of my nephews"]),
+    ("I listen to audiobooks in the car.", ["in the car"]),
+    ("In public I keep my voice down.", ["in public"]),
+    ("I take the stairs in the office.", ["in the office"]),
+    ("as a nurse on nights i sleep in the day", ["on nights"]),
+    # the chat register's "wen" for "when"
+    ("wen im at my moms i eat whatever she cooks", ["wen im at my moms"]),
 ])
 def test_scopes_in(text: str, expected: list[str]) -> None:
     assert scopes_in(text) == expected
