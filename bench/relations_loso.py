@@ -181,6 +181,8 @@ def fit_cross(cfg: Any, d: dict[str, np.ndarray], mask: np.ndarray, out: Path) -
                       "pairs": int(mask.sum()), "source_counts": source_counts(d["source"][mask], d["y"][mask]),
                       "fit": done, "probe": {"old": PROBE_PAIR[0], "new": PROBE_PAIR[1], "x": x0,
                                              "p": [round(float(v), 5) for v in p0]}}
+    if cfg.model.cross.thresholds is not None:  # as the training entry writes them (chosen on the phrasing tuning half)
+        model.manifest["thresholds"] = list(cfg.model.cross.thresholds)
     model.save(out, CROSS_NAME)
     print(f"  cross fit: {done}", flush=True)
     return {"kind": "cross", "artefact_dir": str(out), "artefact_name": CROSS_NAME}

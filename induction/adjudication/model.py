@@ -21,6 +21,7 @@ import numpy as np
 from graph.rules import EVIDENCE_HOLDERS, change_evidenced, may_conflict, may_supersede, may_supersede_sibling
 from graph.snapshot import Snapshot
 from induction.adjudication.concept_ops import concept_ops
+from induction.adjudication.cross import cross_probabilities, load_cross, prefetch
 from induction.adjudication.decisions import STATIVE, Adjudication, Decision
 from induction.adjudication.loop import decide_each
 from induction.adjudication.rules import has_negation
@@ -91,19 +92,10 @@ class ModelAdjudicator:
              rules: RuleAdjudicatorConfig | None = None) -> ModelAdjudicator:
         """Raises FileNotFoundError (no artefact) or ValueError (artefact does not fit this embedder)."""
         cfg = cfg or RelationModelConfig()
-        if cfg.kind == "cross":
-            from induction.relations.cross import CROSS_NAME, CrossRelationModel
-
-            cross = CrossRelationModel.load(cfg.artefact_dir or ARTEFACT_DIR, cfg.artefact_name or CROSS_NAME)
-            th = cfg.cross_thresholds or cross.manifest.get("thresholds")
-            if th:  # the cross kind's own thresholds (chosen on the phrasing tuning half)
-                cfg = cfg.model_copy(update={"supersede_threshold": float(th[0]), "conflict_threshold": float(th[1]),
-                                             "same_holder_conflict_threshold": float(th[2])})
-            out = cls(cross, embedder, cfg, rules)  # type: ignore[arg-type]
-            try:  # the cheap screen that picks the candidates the cross pass reads
-                out.screen = RelationModel.load(ARTEFACT_DIR, DEFAULT_NAME)
-            except (FileNotFoundError, ValueError):
-                out.screen = None
+        if cfg.kind == "cross":  # induction/adjudication/cross.py
+            cross_model, cfg, screen = load_cross(cfg)
+            out = cls(cross_model, embedder, cfg, rules)
+            out.screen = screen  # the cheap screen that picks the candidates the cross pass reads
             return out
         model = RelationModel.load(cfg.artefact_dir or ARTEFACT_DIR, cfg.artefact_name or DEFAULT_NAME)
         names = model.manifest.get("features")
@@ -196,13 +188,13 @@ class ModelAdjudicator:
                                          for k, (n, v, t) in enumerate(zip(cands, views, t_old))])
 
         if cross:  # the lower states of every statement the cross pass will read, in one batch
-            texts: list[str] = []
+            rows = []
             for r in res.facts:
                 cands = todo.get(r.candidate.fact_id, [])
-                keep = self._kept(features(r, cands)[2]) if cands else np.zeros(0, np.int64)
-                if len(keep):
-                    texts += [r.candidate.statement] + [self._text(cands[k].fact_id, res, by_id) for k in keep]
-            self.model._lower(sorted(dict.fromkeys(texts), key=len))  # type: ignore[attr-defined]
+                if cands:
+                    rows.append((r.candidate.statement, [self._text(n.fact_id, res, by_id) for n in cands],
+                                 features(r, cands)[2]))
+            prefetch(self.model, self.screen, cfg, rows)
 
         def propose(r: ResolvedFact, d: Decision, closed: set[str]) -> None:
             c = r.candidate
@@ -261,30 +253,8 @@ class ModelAdjudicator:
         return Adjudication(decisions=decisions, concept_ops=concept_ops(res, snap, decisions, self.rules_cfg))
 
     def _cross(self, statement: str, olds: list[str], X: np.ndarray) -> np.ndarray:
-        """The cross kind's probabilities: only the ``cross_top_k`` candidates the screen ranks first (and at or above
-        ``cross_screen_floor``) are read together with the new statement; the others count as unrelated."""
-        keep = self._kept(X)
-        P = np.zeros((len(olds), len(LABELS)), np.float32)
-        P[:, 0] = 1.0
-        if len(keep):
-            P[keep] = self.model.predict_pairs([statement] * len(keep), [olds[k] for k in keep], X[keep])  # type: ignore[attr-defined]
-        return P
-
-    def _kept(self, X: np.ndarray) -> np.ndarray:
-        """Indices of the candidates (rows of ``X``) the cross pass reads: the screen's top ``cross_top_k`` at or
-        above ``cross_screen_floor``."""
-        cfg = self.cfg
-        keep = np.arange(len(X))
-        if cfg.cross_top_k or cfg.cross_screen_floor > 0:
-            if self.screen is not None:
-                s = 1.0 - self.screen.predict_proba(X[:, : self.screen.n_features])[:, 0]
-            else:  # candidates come closest first
-                s = np.linspace(1.0, 0.5, len(X))
-            keep = np.argsort(-s, kind="stable")
-            if cfg.cross_top_k:
-                keep = keep[: cfg.cross_top_k]
-            keep = np.sort(keep[s[keep] >= cfg.cross_screen_floor])
-        return keep
+        """The cross kind's probabilities (``cross.cross_probabilities``: the screen's top candidates only)."""
+        return cross_probabilities(self.model, self.screen, self.cfg, statement, olds, X)
 
     def _decide(self, d: Decision, kind: str, certain: bool, holder: str, cands: list[Neighbour], P: np.ndarray,
                 res: Resolution, by_id: dict[str, ResolvedFact], kinds: dict[str, str], retrospective: bool = False,
