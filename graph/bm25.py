@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
 import math
 import re
-import sys
 from collections import Counter
 from collections.abc import Sequence
 from functools import lru_cache
-from pathlib import Path
-from typing import Any
+
+from graph.porter import stem as _porter_stem
 
 _WORD = re.compile(r"\w+")
 
@@ -29,62 +26,10 @@ def tokenize(text: str) -> list[str]:
 
 @lru_cache(maxsize=200_000)
 def stem(word: str) -> str:
-    """Porter stem (NLTK, as the LoCoMo scorer uses): "started"/"starting" -> "start", "paintings" -> "paint"."""
-    return str(_porter().stem(word))
-
-
-@lru_cache(maxsize=1)
-def _porter() -> Any:
-    if "nltk.stem.porter" not in sys.modules:
-        alone = _porter_alone()
-        if alone is not None:
-            return alone
-    from nltk.stem import PorterStemmer
-
-    return PorterStemmer()
-
-
-# The lines of nltk/stem/porter.py that pull in the nltk package; the stemmer itself needs none of them.
-_PORTER_IMPORTS = ("from nltk import redos\n", "from nltk.stem.api import StemmerI\n",
-                   "from nltk.termsec import safe_print\n")
-
-
-class _Lazy:
-    """A module of nltk imported on first use (only porter.py's ``demo`` reads these)."""
-
-    def __init__(self, name: str, attr: str | None = None) -> None:
-        self.name, self.attr = name, attr
-
-    def __getattr__(self, a: str) -> Any:
-        return getattr(importlib.import_module(self.name), a)
-
-    def __call__(self, *args: Any, **kw: Any) -> Any:
-        return getattr(importlib.import_module(self.name), self.attr or "")(*args, **kw)
-
-
-def _porter_alone() -> Any:
-    """NLTK's own PorterStemmer (same code, same stems) without running ``nltk/__init__``, which imports
-    scipy and scikit-learn: 1.5 s of CPU on an idle box, 8-15 s on a loaded one, paid by a process's
-    first retrieval. None when this nltk's porter.py is not laid out as expected (then: the normal import)."""
-    spec = importlib.util.find_spec("nltk")  # a top-level package is found, not imported
-    if spec is None or spec.origin is None:
-        return None
-    root = Path(spec.origin).parent / "stem"
-    try:
-        src = (root / "porter.py").read_text(encoding="utf-8")
-        api_src = (root / "api.py").read_text(encoding="utf-8")
-    except OSError:
-        return None
-    if not all(src.count(line) == 1 for line in _PORTER_IMPORTS):
-        return None
-    for line in _PORTER_IMPORTS:
-        src = src.replace(line, "\n")  # line numbers kept for tracebacks
-    api: dict[str, Any] = {"__name__": "nltk.stem.api"}
-    exec(compile(api_src, str(root / "api.py"), "exec"), api)  # noqa: S102  (nltk's file, as import would)
-    ns: dict[str, Any] = {"__name__": "nltk.stem.porter", "StemmerI": api["StemmerI"],
-                          "redos": _Lazy("nltk.redos"), "safe_print": _Lazy("nltk.termsec", "safe_print")}
-    exec(compile(src, str(root / "porter.py"), "exec"), ns)  # noqa: S102
-    return ns["PorterStemmer"]()
+    """Porter stem as NLTK's ``PorterStemmer()`` gives it (the LoCoMo scorer's), from the vendored copy
+    in graph/porter.py (importing nltk's package costs seconds: scipy, scikit-learn): "started"/"starting"
+    -> "start", "paintings" -> "paint"."""
+    return _porter_stem(word)
 
 
 def terms(text: str, stemmed: bool = True) -> list[str]:
