@@ -9,7 +9,12 @@ Stages for a (later turn, earlier turn) pair:
   candidate  some fact of one turn has a fact of the other among its scored candidates
   model      the model's probability for the gold label reaches its threshold on such a candidate
   gates      ... and the cue gates let it through (change_evidenced / may_replace / person_ok / cue_ok)
+  rules      ... and graph.rules allows it for the two facts' kinds (the extractor's) and holders
+             (may_supersede / may_conflict; a conflict of one holder against its stricter threshold)
   edge       the edge is in the store after ingestion
+
+The thresholds are the adjudicator's own (for the cross kind: its manifest's or ``cross_thresholds``; before
+session 5 this bench read the ingest config's defaults, which the cross kind replaces at load).
 
     python bench/relations_funnel.py [--half tune] [--set supersede_threshold=0.3 ...] [--cases] [--json OUT]
 """
@@ -36,6 +41,7 @@ from induction.config import IngestConfig  # noqa: E402
 from induction.pipeline import make_ingestor  # noqa: E402
 from induction.adjudication import model as adj_mod  # noqa: E402
 from induction.relations.features import LABELS  # noqa: E402
+from graph.rules import may_conflict, may_supersede  # noqa: E402
 from memcore.memory import Memory  # noqa: E402
 
 SUP, CONF = LABELS.index("supersedes"), LABELS.index("conflicts_with")
@@ -57,7 +63,16 @@ def main() -> None:
             **kw: Any) -> None:
         before = (list(d.supersedes), list(d.conflicts_with))
         orig(self, d, kind, certain, holder, cands, P, *args, **kw)
+        res, by_id = args[0], args[1]
+
+        def info(fid: str) -> tuple[str, str]:
+            if fid in by_id:
+                return by_id[fid].candidate.kind, by_id[fid].candidate.holder
+            return res.existing[fid].kind, res.existing[fid].holder
+
         records.append({"new": d.fact_id, "cands": [c.fact_id for c in cands], "P": P.tolist(),
+                        "kind": kind, "holder": holder, "older": [c.older for c in cands],
+                        "partner": [info(c.fact_id) for c in cands],
                         "evidenced": list(kw.get("evidenced", ())), "stateful": list(kw.get("stateful", ())),
                         "person_ok": list(kw.get("person_ok", ())), "cue_ok": list(kw.get("cue_ok", ())),
                         "sup": d.supersedes, "conf": d.conflicts_with, "before": before})
@@ -70,7 +85,10 @@ def main() -> None:
     over = {k: json.loads(v) for k, v in (x.split("=", 1) for x in a.set)}
     cfg.relations = cfg.relations.model_validate(cfg.relations.model_dump() | over)
     ing = make_ingestor(mem, cfg)
-    rc = ing.relations if hasattr(ing, "relations") else cfg.relations
+    adj = getattr(ing, "adjudicator", None)
+    rc = getattr(adj, "cfg", None) or cfg.relations  # the adjudicator's thresholds (the cross kind's are the manifest's)
+    print(f"thresholds: supersede {rc.supersede_threshold}, conflict {rc.conflict_threshold}, "
+          f"same-holder conflict {rc.same_holder_conflict_threshold}")
     cases = [c for c in load_cases(CASES_FILE, a.half) if c.pair is not None]
     funnel: dict[str, Counter[str]] = {}
     rows = []
@@ -86,7 +104,8 @@ def main() -> None:
         gold = case.pair.relation
         res = score_case(case, snap)
         st = {"facts": bool(L and E), "candidate": False, "model_sup": False, "model_conf": False,
-              "gate_sup": False, "gate_conf": False, "edge_sup": res.sup, "edge_conf": res.conf}
+              "gate_sup": False, "gate_conf": False, "rules_sup": False, "rules_conf": False,
+              "edge_sup": res.sup, "edge_conf": res.conf}
         best_sup = best_conf = 0.0
         for r in records:
             for k, c in enumerate(r["cands"]):
@@ -99,11 +118,18 @@ def main() -> None:
                     st["model_sup"] = True
                     if (not r["evidenced"] or r["evidenced"][k]) and (not r["stateful"] or r["stateful"][k]):
                         st["gate_sup"] = True
+                        okind, oholder = r["partner"][k]
+                        if may_supersede(r["kind"], okind, r["holder"], oholder, r["older"][k]):
+                            st["rules_sup"] = True
                 if pc >= min(rc.conflict_threshold, rc.same_holder_conflict_threshold):
                     st["model_conf"] = True
                     if (not r["person_ok"] or r["person_ok"][k]) and (not r["cue_ok"] or r["cue_ok"][k]
                                                                       or pc >= rc.model_overrides_cues):
                         st["gate_conf"] = True
+                        okind, oholder = r["partner"][k]
+                        bar = rc.same_holder_conflict_threshold if oholder == r["holder"] else rc.conflict_threshold
+                        if pc >= bar and may_conflict(r["kind"], okind, r["holder"], oholder):
+                            st["rules_conf"] = True
         f = funnel.setdefault(gold, Counter())
         f["n"] += 1
         for key, v in st.items():
@@ -113,7 +139,8 @@ def main() -> None:
         if a.cases:
             print(f"{case.id:<10} {gold:<15} " + " ".join(f"{k}={int(v)}" for k, v in st.items())
                   + f" p_sup={best_sup:.2f} p_conf={best_conf:.2f} L={len(L)} E={len(E)}")
-    order = ["n", "facts", "candidate", "model_sup", "gate_sup", "edge_sup", "model_conf", "gate_conf", "edge_conf"]
+    order = ["n", "facts", "candidate", "model_sup", "gate_sup", "rules_sup", "edge_sup", "model_conf", "gate_conf",
+             "rules_conf", "edge_conf"]
     print(f"\nfunnel, half {a.half} ({len(cases)} pair cases); settings {over or 'default'}")
     print(f"{'gold':<16}" + "".join(f"{k:>11}" for k in order))
     for label, f in funnel.items():

@@ -95,8 +95,8 @@ def load_pairs(cfg: Any, out: Path, reuse: bool) -> dict[str, np.ndarray]:
         with np.load(f, allow_pickle=False) as z:
             parts.append({k: z[k] for k in z.files})
     d = {k: np.concatenate([p[k] for p in parts]) for k in ("X", "y", "group", "source", "text_new", "text_old")}
-    d["hash"] = np.asarray(hashlib.sha256("".join(str(p["hash"]) for p in parts).encode()).hexdigest())
-    print(f"pairs: reused {out}/pairs-*.npz as cached (keys {[str(p['key']) for p in parts]})", flush=True)
+    d["hash"] = np.asarray(hashlib.sha256("".join(str(p.get("hash", f.name)) for p, f in zip(parts, files)).encode()).hexdigest())
+    print(f"pairs: reused {out}/pairs-*.npz as cached (keys {[str(p.get('key', f.name)) for p, f in zip(parts, files)]})", flush=True)
     return d
 
 

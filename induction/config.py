@@ -101,6 +101,13 @@ class RelationModelConfig(_Cfg):
                                                                 "in place of the three below; None = the artefact "
                                                                 "manifest's (chosen on the phrasing tuning half), else "
                                                                 "the three below.")
+    cross_retype: bool = Field(default=False, description="The cross kind only: a new fact the model reads as "
+                               "replacing a state (P(supersedes) at/above the threshold) whose own kind may not replace "
+                               "it takes that state's kind, as a guessed kind already does, even when the extractor was "
+                               "sure of its kind (its kinds are read from wording: \"so I'm pescatarian now\" is an event "
+                               "to it); graph.rules still needs the same holder and a later statement. Likewise a person's statement the model "
+                               "reads as disputed by outside evidence counts as a claim (a belief) for graph.rules.may_conflict "
+                               "(its stored kind is left as it was).")
     supersede_threshold: float = Field(default=0.5, ge=0.0, le=1.0, description="P(supersedes) at/above which a later "
                                        "fact of the same holder replaces a candidate partner.")
     conflict_threshold: float = Field(default=0.5, ge=0.0, le=1.0, description="P(conflicts_with) at/above which a conflict "

@@ -197,3 +197,35 @@ def test_the_cross_kind_takes_its_thresholds_from_the_manifest(trained: tuple[An
     mine = ModelAdjudicator.load(HashEmbedder(8), RelationModelConfig(kind="cross", artefact_dir=str(tmp_path),
                                                                        artefact_name="c", cross_thresholds=(0.5, 0.4, 0.3)))
     assert mine.cfg.conflict_threshold == 0.4
+
+
+# (label, new kind/holder, stored kind/holder, stored is older, retype on: supersedes, conflicts, the new fact's kind)
+RETYPE = [
+    # "I started eating fish again, so I'm pescatarian now" is an event to the extractor: it takes the replaced kind
+    ("supersedes", ("event", "user"), ("constraint", "user"), True, ["old"], [], "constraint"),
+    ("supersedes", ("preference", "user"), ("circumstance", "user"), True, ["old"], [], "circumstance"),
+    ("supersedes", ("event", "Ann"), ("circumstance", "Bob"), True, [], [], "event"),  # still one holder only
+    ("supersedes", ("event", "user"), ("circumstance", "user"), False, [], [], "event"),  # still never backwards
+    # the user's claim the assistant's evidence disputes counts as a belief, whatever its guessed kind
+    ("conflicts_with", ("belief", "assistant"), ("event", "user"), True, [], ["old"], "belief"),
+    ("conflicts_with", ("plan", "user"), ("belief", "assistant"), True, [], ["old"], "plan"),
+    ("conflicts_with", ("belief", "assistant"), ("belief", "document"), True, [], [], "belief"),  # evidence vs evidence
+    ("conflicts_with", ("belief", "Ann"), ("event", "Bob"), True, [], [], "belief"),  # two people may differ
+]
+
+
+@pytest.mark.parametrize("label,new,old,older,sup,conf,kind", RETYPE)
+def test_cross_retype_lets_the_model_read_the_kind_and_the_rules_keep_holders_and_time(
+        label: str, new: tuple[str, str], old: tuple[str, str], older: bool, sup: list[str], conf: list[str],
+        kind: str) -> None:
+    def decide(cfg: RelationModelConfig) -> Any:
+        c = _cand("new", "I started eating fish again, so I'm pescatarian now.", new[0], new[1], seq=2)
+        res = _resolution(c, [_fact("old", "I'm a vegetarian.", old[0], old[1])], older=older)
+        return ModelAdjudicator(_Always(label, 0.9), HashEmbedder(8), cfg).adjudicate(res, Snapshot(user_id="u")).decisions[0]
+
+    on = decide(RelationModelConfig(kind="cross", cue_gates=False, cross_retype=True))
+    assert (on.supersedes, on.conflicts_with, on.kind or new[0]) == (sup, conf, kind)
+    # off (the default), or with the logistic kind, the extractor's kinds decide as before: none of these pass
+    for cfg in (RelationModelConfig(kind="cross", cue_gates=False), RelationModelConfig(cue_gates=False, cross_retype=True)):
+        off = decide(cfg)
+        assert (off.supersedes, off.conflicts_with) == ([], [])

@@ -302,6 +302,8 @@ class ModelAdjudicator:
             options = list(dict.fromkeys(first + [kind] + [o for _, o, _ in eligible if o in STATIVE]))
             if options:
                 use = max(options, key=lambda o: (round(float(sum(P[k, SUP] for k in chosen(o))), 6), -options.index(o)))
+        if cfg.cross_retype and cfg.kind == "cross" and eligible and not chosen(use) and chosen(eligible[0][1]):
+            use = eligible[0][1]  # the replaced state's kind (RelationModelConfig.cross_retype)
         sup = [cands[k].fact_id for k in chosen(use)]
         if sup and use != kind:
             d.kind, kinds[d.fact_id] = use, use
@@ -314,6 +316,9 @@ class ModelAdjudicator:
         if cands[k].fact_id not in sup and (not person_ok or person_ok[k]) and (not cue_ok or cue_ok[k] or sure):
             okind, oholder = info(cands[k].fact_id)
             bar = cfg.same_holder_conflict_threshold if oholder == holder else cfg.conflict_threshold
+            if cfg.cross_retype and cfg.kind == "cross" and (holder in EVIDENCE_HOLDERS) != (oholder in EVIDENCE_HOLDERS):
+                # the person's side, read by the model as disputed by outside evidence, is a claim (a belief)
+                kind, okind = (kind, "belief") if holder in EVIDENCE_HOLDERS else ("belief", okind)
             if P[k, CONF] >= bar and may_conflict(kind, okind, holder, oholder):
                 d.conflicts_with = [cands[k].fact_id]
                 d.reason = (d.reason + "; " if d.reason else "") + f"model: conflicts (p={float(P[k, CONF]):.2f})"
