@@ -43,6 +43,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--states-out", default=None, help="Append the fast path's states on --data as JSONL (row by row).")
     ap.add_argument("--skip-old", action="store_true", help="Time the fast path only (no old-path comparison).")
     ap.add_argument("--no-examples", action="store_true", help="Skip the example history.")
+    ap.add_argument("--head", nargs="?", const="", default=None, help="Also time the distilled head "
+                    "(policy/head.py; default: the shipped head-v1, or the folder given) and compare its lines "
+                    "with the fast path's (the adapter's greedy lines) per fact, and its gate verdicts.")
     ns = ap.parse_args(argv)
 
     import torch
@@ -63,6 +66,11 @@ def main(argv: list[str] | None = None) -> int:
         mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         spec.loader.exec_module(mod)  # type: ignore[union-attr]
         ns.before = mod.FastFactPolicy(old)
+    if ns.head is not None:
+        from policy.head import HeadPolicy
+
+        ns.head_policy = HeadPolicy(ns.head or None)
+        ns.head_policy.embedder.embed(["warm-up"])  # the retrieval embedder is loaded at serve time already
     queries = [] if ns.no_examples else example_queries()
     report: dict[str, Any] = {"checkpoint": ckpt, "threads": torch.get_num_threads(), "load": os.getloadavg()}
     rows = [compare(old, fast, q, ns) for q in queries]
@@ -75,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
         if not ns.skip_old:
             report["examples_same_lines"] = sum(r["same"] for r in rows)
         report["examples_gate_fast_misses"] = sum(bool(r["fast_misses"]) for r in rows)
+        if ns.head is not None:
+            report["examples_head_same_facts"] = [sum(r["head_same_facts"] for r in rows), sum(r["facts"] for r in rows)]
+            report["examples_head_same_requests"] = sum(r["head_same_facts"] == r["facts"] for r in rows)
+            report["examples_gate_head_misses"] = sum(bool(r["head_misses"]) for r in rows)
     if ns.data:
         from training_data.base import TrainingInstance
 
@@ -148,10 +160,21 @@ def compare(old: object, fast: object, q: dict[str, object], ns: argparse.Namesp
     if before is not None:
         blines, before_ms, before_cpu = timed(lambda: before.line_texts(request, bundle, choices))
         row.update(before_ms=round(before_ms, 1), before_cpu_ms=round(before_cpu, 1), same_as_before=blines == lines)
+    head = getattr(ns, "head_policy", None)
+    if head is not None:
+        hlines, head_ms, head_cpu = timed(lambda: head.line_texts(request, bundle, choices))
+        row.update(head_ms=round(head_ms, 1), head_cpu_ms=round(head_cpu, 1),
+                   head_same_facts=sum(a.strip() == b.strip() for a, b in zip(hlines, lines)))  # type: ignore[call-overload]
+        if row["head_same_facts"] != len(aliases):
+            row["head_state"] = "\n".join(f"{a}: {x}" for a, x in zip(aliases, hlines))  # type: ignore[call-overload]
+            row["fast_lines"] = lines
     needs = q.get("needs")
     items = [(it.alias, it.fact.statement) for it in bundle.items]  # type: ignore[attr-defined]
     if needs is not None:
         row["fast_misses"] = needs.misses(items, parse_state(fast_text, aliases))  # type: ignore[attr-defined]
+        if head is not None:
+            htext = "\n".join(f"{a}: {x}" for a, x in zip(aliases, hlines))  # type: ignore[call-overload]
+            row["head_misses"] = needs.misses(items, parse_state(htext, aliases))  # type: ignore[attr-defined]
     if not ns.skip_old:
         text, old_ms, old_cpu = timed(lambda: old.state_texts([(request, bundle, choices)],  # type: ignore[attr-defined]
                                                               batch_size=max(len(aliases), 1))[0])

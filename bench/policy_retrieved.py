@@ -95,6 +95,12 @@ def main(argv: list[str] | None = None) -> int:
                     "(left-padded, greedy). Latency is still timed per request, on --latency-rows rows alone.")
     ap.add_argument("--latency-rows", type=int, default=10, help="With --batch > 1: rows timed one at a time.")
     ap.add_argument("--out", default=None, help="Write summary.json here.")
+    ap.add_argument("--head", nargs="?", const="", default=None, help="Also score the distilled head "
+                    "(policy/head.py; the shipped head-v1, or the folder given) as policy 'head'.")
+    ap.add_argument("--learned-states", default=None, help="Score these states (JSONL of instance_id/state, e.g. "
+                    "bench/policy_fast.py --states-out: the shipped adapter's greedy lines) as 'learned' instead "
+                    "of generating with --checkpoint.")
+    ap.add_argument("--no-answer-key", action="store_true", help="Skip the answer-key best row (the costliest).")
     ns = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from evaluation.metrics import bootstrap_ci
@@ -130,15 +136,45 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         rule_texts.append(rule.state_text(i.request, i.bundle()))
         rule_ms.append((time.perf_counter() - t0) * 1e3)
-    key_texts = [target_state(i, answer, cache)[0] for i in insts]
+    key_texts = [] if ns.no_answer_key else [target_state(i, answer, cache)[0] for i in insts]
     for name, texts in (("rule", rule_texts), ("answer_key_best", key_texts)):
+        if not texts:
+            continue
         bds = [state_reward(t, i, answer, cache, judge_cfg, judge=judge) for t, i in zip(texts, insts)]
         acc[name] = [b.score_with or 0.0 for b in bds]
         rew[name] = [b.reward or 0.0 for b in bds]
     summary: dict[str, Any] = {"heldout_n": len(insts), "reader": answer.name, "data": ns.data,
                                "families": dict(sorted((f, fams.count(f)) for f in set(fams))),
                                "latency_ms_p50": {"rule": round(statistics.median(rule_ms), 3)}}
-    if ns.checkpoint:
+    if ns.head is not None:
+        from policy.head import HeadPolicy
+
+        head = HeadPolicy(ns.head or None)
+        head_texts, head_ms = [], []
+        for i in insts:
+            t0 = time.perf_counter()
+            head_texts.append(head.state_text(i.request, i.bundle(), i.choices))
+            head_ms.append((time.perf_counter() - t0) * 1e3)
+        bds = [state_reward(t, i, answer, cache, cfg.reward, judge=judge) for t, i in zip(head_texts, insts)]
+        acc["head"] = [b.score_with or 0.0 for b in bds]
+        rew["head"] = [b.reward or 0.0 for b in bds]
+        summary["latency_ms_p50"]["head"] = round(statistics.median(head_ms), 1)
+        diff = [a - b for a, b in zip(acc["head"], acc["rule"])]
+        summary["ci_head_minus_rule"] = {"mean": round(sum(diff) / max(len(diff), 1), 4), "ci95": bootstrap_ci(diff)}
+        summary["head_states"] = [{"id": i.instance_id, "text": t} for i, t in zip(insts, head_texts)]
+    if ns.learned_states:
+        given = {r["instance_id"]: r["state"] for r in map(json.loads, Path(ns.learned_states).read_text().splitlines())}
+        insts_l = [i for i in insts if i.instance_id in given]
+        if len(insts_l) != len(insts):
+            raise SystemExit(f"--learned-states has {len(insts_l)} of the {len(insts)} rows")
+        bds = [state_reward(given[i.instance_id], i, answer, cache, cfg.reward, judge=judge) for i in insts]
+        acc["learned"] = [b.score_with or 0.0 for b in bds]
+        rew["learned"] = [b.reward or 0.0 for b in bds]
+        if "head" in acc:
+            diff = [a - b for a, b in zip(acc["head"], acc["learned"])]
+            summary["ci_head_minus_learned"] = {"mean": round(sum(diff) / max(len(diff), 1), 4),
+                                                "ci95": bootstrap_ci(diff)}
+    elif ns.checkpoint:
         from policy.learned import LocalLearnedPolicy
 
         pol = LocalLearnedPolicy.from_checkpoint(ns.checkpoint, temperature=0.0, merge=True,

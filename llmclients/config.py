@@ -19,7 +19,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 ConnectionKind = Literal["openai", "local"]
-PolicyKind = Literal["model", "rule", "shipped"]
+PolicyKind = Literal["model", "rule", "shipped", "head"]
 StructuredMode = Literal["response_format", "structured_outputs", "guided_json"]
 
 
@@ -33,9 +33,9 @@ def kind_fields(kind: str) -> dict[str, str]:
     """
     if kind in ("openai", "local"):
         return {"connection": kind, "policy_kind": "model"}
-    if kind in ("model", "rule", "shipped"):
+    if kind in ("model", "rule", "shipped", "head"):
         return {"policy_kind": kind}
-    raise ValueError(f"kind must be one of openai, local, model, rule, shipped; got {kind!r}")
+    raise ValueError(f"kind must be one of openai, local, model, rule, shipped, head; got {kind!r}")
 
 
 class ModelEndpointConfig(BaseModel):
@@ -51,7 +51,9 @@ class ModelEndpointConfig(BaseModel):
         "`connection` (a policy served by vLLM, or with connection local a checkpoint of `evomem train-policy` in "
         "model_path); rule: the deterministic rule baseline (no model); shipped: the learned policy that ships in "
         "the package (SmolLM2-135M + the LoRA adapter trained here, in process on CPU; falls back to rule when "
-        "absent). The answer and extraction models are always `model`.")
+        "absent); head: the shipped adapter's per-fact decisions distilled into a small head over MiniLM and "
+        "relational-state features (policy/head.py; milliseconds; model_path names another head folder; a "
+        "missing head is an error). The answer and extraction models are always `model`.")
 
     base_url: str | None = Field(default=None, description="Server root including /v1, e.g. http://127.0.0.1:8000/v1.")
     model: str | None = Field(
@@ -116,6 +118,8 @@ class ModelEndpointConfig(BaseModel):
             return "rule-baseline"
         if self.policy_kind == "shipped":
             return "learned-shipped"
+        if self.policy_kind == "head":
+            return "learned-head"
         if self.connection == "local":
             return self.model or (self.model_path or "smollm2-135m-instruct")
         return f"{self.model}@{self.base_url}"

@@ -48,6 +48,10 @@ def make_policy(cfg: ModelEndpointConfig, prompt: str = "policy_v1", max_tokens:
     if cfg.policy_kind == "shipped":
         loading_notice("the policy model", "the shipped SmolLM2-135M + its LoRA adapter, in process")
         return load_shipped_policy(cfg, max_tokens)
+    if cfg.policy_kind == "head":  # the shipped adapter's decisions distilled (policy/head.py); missing: an error
+        from policy.head import HeadPolicy
+
+        return HeadPolicy(cfg.model_path or None)
     if cfg.connection == "local" and cfg.model_path and is_policy_checkpoint(cfg.model_path):
         loading_notice("the policy model", f"{cfg.model_path}, in process")
         return LocalLearnedPolicy.from_checkpoint(cfg.model_path, device=cfg.device, temperature=0.0,
