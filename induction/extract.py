@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from graph.models import Fact, FactKind
 from induction.branch import OntologyBranch
 from induction.config import LLMCallConfig, SegmentConfig
+from induction.planned import said_from
 from induction.session import Session
 from induction.timeexpr import valid_to_for
 from induction.timex import find_times, parse_iso_time
@@ -199,7 +200,8 @@ class LLMExtractor:
                 fact_id=make_fact_id(session.user_id, session.session_id, tids, f.statement, n),
                 statement=f.statement, kind=f.kind, holder=f.holder or "user", evidence=f.evidence,
                 source_turn_ids=tuple(tids), order=(seq, n), observed_at=ref,
-                valid_from=when[0] if when else None, valid_to=_ends(f.kind, f.evidence, ref),
+                valid_from=said_from(f.kind, when[0] if when else None, ref, None, quals),
+                valid_to=_ends(f.kind, f.evidence, ref),
                 scope=f.scope or None, qualifiers=quals,
                 concept=path[:4], cues=cues))
         return out, rejected

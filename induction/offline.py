@@ -30,6 +30,7 @@ from induction.reading.negation import NEGATION as NEGATION_CUES
 from induction.evidence import select_evidence
 from induction.extract import CandidateFact, Cue, ExtractionResult, make_fact_id
 from induction.session import Session
+from induction.planned import said_from
 from induction.scope import scopes_in
 from induction.timeexpr import Bound, find_ends, valid_to_for
 from induction.timex import TimeRef, annotate, find_times
@@ -429,7 +430,7 @@ class OfflineExtractor:
             out.append(CandidateFact(
                 fact_id=make_fact_id(session.user_id, session.session_id, (tid,), statement, n),
                 statement=statement, kind=kind, holder=holder, evidence=raw.strip(), source_turn_ids=(tid,),
-                order=(seq, n), observed_at=ref, valid_from=_start_of(times, bounds),
+                order=(seq, n), observed_at=ref, valid_from=said_from(kind, _start_of(times, bounds), ref, ends, quals),
                 valid_to=ends.end if ends is not None else None, scope=scope, qualifiers=quals,
                 confidence=0.8 if _FIRST_PERSON.search(raw) else 0.6, kind_certain=certain,
                 concept=(topic,) if holder == "user" else (holder, topic), cues=tuple(cues)))

@@ -73,8 +73,19 @@ def information_of(f: Fact, idf: Mapping[str, float], measure: InformationMeasur
 
 
 def fact_time(f: Fact) -> datetime | None:
-    t = f.valid_from or f.observed_at or f.recorded_at
+    """When the fact is about: a plan's planned time (``qualifiers["planned_for"]``, induction/planned.py; its
+    ``valid_from`` is when it was said), else its valid start, else when it was said or stored."""
+    planned = f.qualifiers.get("planned_for")
+    t = _iso(planned) if planned else None
+    t = t or f.valid_from or f.observed_at or f.recorded_at
     return as_utc(t).replace(tzinfo=None) if t else None
+
+
+def _iso(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
 
 
 class ConceptPaths(Mapping[str, tuple[str, ...]]):
