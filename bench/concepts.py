@@ -89,6 +89,7 @@ def main() -> int:
     ap.add_argument("--timing", type=int, default=0, help="repetitions of on/off ingest timing (alternating order)")
     ap.add_argument("--names", default=None, help="write the name-audit sample here (markdown)")
     ap.add_argument("--sample", type=int, default=30)
+    ap.add_argument("--seed", type=int, default=46, help="seed of the name-audit draw (state it with the audit)")
     ap.add_argument("--snapshots", type=int, nargs="*", default=(), help="sessions after which to print the tree")
     ap.add_argument("--svg-dir", default=None)
     ap.add_argument("--doc", default=None, help="write the snapshots as a markdown fragment here")
@@ -158,9 +159,9 @@ def main() -> int:
           f"ingest ({share:.1%}; the ingest time ratio on/off is at most 1 + {share / (1 - share):.3f})")
     print(f"total induced CREATE={tot['CREATE']} MERGE={tot['MERGE']} (bar >= 10) SPLIT={tot['SPLIT']} (bar >= 10) "
           f"RENAME={tot['RENAME']}")
-    random.Random(46).shuffle(names)
+    random.Random(a.seed).shuffle(names)
     pick = names[: a.sample]
-    print(f"\n{len(pick)} of {len(names)} live induced concept names (seed 46) for the hand audit:")
+    print(f"\n{len(pick)} of {len(names)} live induced concept names (seed {a.seed}) for the hand audit:")
     for user, name, desc, three in pick:
         print(f"  {user:<8} {name:<32} {desc[:110]}")
         for x in three:

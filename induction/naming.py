@@ -26,6 +26,12 @@ from induction.offline import STOP
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*[A-Za-z]|[A-Za-z]")
 _SPEAKER = re.compile(r"^[^:\n]{1,40}:\s*")
+# Formulas of effort and praise in which "work" names no job or task: "your hard work paid off", "keep up the
+# great work", "I'll make it work", "it worked out". Cut before terms are read, so "work" then counts only where
+# it names a job ("my work at the clinic", "work hours").
+_EFFORT = re.compile(r"\b(?:hard|good|great|amazing|awesome|nice|fantastic|incredible|excellent|wonderful|tireless)"
+                     r"\s+work\b|\bkeep(?:ing)?\s+up\s+the\s+(?:\w+\s+)?work\b|\bmake\s+(?:it|this|that|things)\s+work\b|"
+                     r"\bwork(?:s|ed|ing)?\s+out\b", re.I)
 _ANNOT = re.compile(r"\[[^\]]*\]|\([^)]*\d{4}[^)]*\)")  # "[image: …]" captions' brackets, "(2023-05-07)" dates
 # The frame of an image caption (LoCoMo's turns say "shared an image: a photo of a dog on a couch"): the
 # depiction words name the medium, not the subject; the subject after "of" stays.
@@ -54,7 +60,7 @@ FUNCTION = frozenset("a an the and or but nor plus if then than so as at by for 
                      "week weeks month months year years moment moments lately recently currently totally definitely "
                      "absolutely especially actually literally finally honestly seriously probably others together long "
                      "unique lots loads alot able ready whole hard huge tiny enough around anyway otherwise "
-                     "ya yo dude bro wanna gotta kinda sorta meant ahead right wrong cozy aww".split())
+                     "ya yo dude bro wanna gotta kinda sorta meant ahead right wrong cozy aww else".split())
 # Common verbs (base forms); their -s/-ed/-ing forms and the irregular pasts below are verbs too.
 _VERBS = ("be have do say go get make know think take see come want look use find give tell work call try ask need feel "
           "become leave put mean keep let begin seem help talk turn start show hear play run move like live believe hold "
@@ -124,7 +130,7 @@ FORMULA = frozenset("difference words word ones deal point fact matter end luck 
 WHEN = frozenset("night nights morning mornings evening evenings afternoon afternoons weekend weekends hour hours "
                  "minute minutes while date dates".split())
 
-_ADJ = frozenset("electric thrilled determined precious safe sweet different top aww blue red green white black pink yellow purple orange brown gray grey "
+_ADJ = frozenset("small large electric thrilled determined precious safe sweet different top aww blue red green white black pink yellow purple orange brown gray grey "
                  "powerful passionate vital free open close full empty strong weak warm cool cold hot dark bright "
                  "deep high low main major minor simple complex important personal public private social local "
                  "various several certain possible difficult calm quiet peaceful busy crazy wild lovely".split())
@@ -138,7 +144,7 @@ def adjective(w: str) -> bool:
     if w in _ADJ or (w.endswith("al") and w not in _AL_NOUNS):
         return True
     if "-" in w:
-        return w.endswith(("ing", "ed", "ful", "ive"))
+        return w.endswith(("ing", "ed", "ful", "ive", "-free", "-friendly", "-like"))
     return w.endswith(("ful", "ive", "ous", "able", "ible", "less", "ish", "ent", "ant")) and len(w) > 5 and w not in (
         "student", "students", "parent", "parents", "moment", "event", "events", "restaurant", "plant", "plants",
         "assistant", "tournament", "instrument", "instruments", "apartment", "department", "environment",
@@ -167,6 +173,8 @@ def _is_name(w: str, names: frozenset[str]) -> bool:
 
 
 _CLOSED = PARTITIVE | PERSON | FORMULA | WHEN
+# Nouns that end like an adverb: "family" is a topic, "finally" is not.
+_LY_NOUNS = frozenset("family assembly butterfly butterflies anomaly monopoly rally jelly belly lily ally".split())
 
 
 def _ok(w: str, names: frozenset[str], proper: frozenset[str]) -> bool:
@@ -180,7 +188,7 @@ def _common_ok(w: str) -> bool:
         return False
     if w in VERBS and w not in _NOUN_FORMS:
         return False
-    if w.endswith("ly") and len(w) > 5:  # adverbs
+    if w.endswith("ly") and len(w) > 5 and w not in _LY_NOUNS:  # adverbs
         return False
     return not (w.endswith("ed") and not w.endswith("eed") and len(w) > 4)  # past forms, participles ("improved")
 
@@ -225,7 +233,7 @@ def proper_nouns(texts: Iterable[str]) -> frozenset[str]:
 @lru_cache(maxsize=100_000)
 def _chunks(text: str) -> tuple[tuple[str, ...], ...]:
     """The text's words, lower-cased, per clause (punctuation and a caption's frame cut a phrase)."""
-    t = _CAPTION.sub(",", _ANNOT.sub(" ", _SPEAKER.sub("", text)))
+    t = _EFFORT.sub(",", _CAPTION.sub(",", _ANNOT.sub(" ", _SPEAKER.sub("", text))))
     out = []
     for chunk in re.split(r"[,.;:!?()\"]+", t.lower()):
         words = [w.strip("'-") for w in _WORD.findall(chunk)]
@@ -338,13 +346,23 @@ class Namer:
             # closeness to the members' centre, weighted by the square root of the lexical share
             ranked = sorted(((w, float(sim) * math.sqrt(s / best)) for (w, s), sim in zip(top, sims)),
                             key=lambda kv: (-kv[1], kv[0]))
-        name = _phrase(ranked)
         held = [self.terms_of(t) for t in members]
-        parts = set(name.split(" and ")) if name else set()
-        if len(members) >= 3 and sum(1 for h in held if h & parts) < _COVER * len(members):
-            talk = sum(1 for h in held if not h) >= _TALK * len(members)
-            return SMALL_TALK if talk else ""
-        return name
+        name = _compound(_phrase(ranked), held)
+        if len(members) < 3:
+            return name
+        n = len(members)
+        talk = sum(1 for h in held if not h) >= _TALK * n
+        # what the name must cover: a third of the members; half of them when most members are talk (thanks,
+        # praise), else a word that one chatty third says would name the whole chat
+        need = (_TALK if talk else _COVER) * n
+        if _cover(name, held) >= need:
+            return name
+        # the best-scored name is not what the members share: the head-noun term most of them hold (even one
+        # common in the user's other facts: a chat cluster about "family"), else talk or nothing
+        alt = _most_held(held) if ranked else ""  # nothing characteristic at all: no name from mere frequency
+        if alt and _cover(alt, held) >= max(need, 2):
+            return _compound(alt, held)
+        return SMALL_TALK if talk else ""
 
 
 _RERANK = 8
@@ -377,6 +395,31 @@ def concept_name(members: Sequence[str], corpus: Sequence[str], holders: Iterabl
         v = np.asarray(embed([_SPEAKER.sub("", m) for m in members]), dtype=np.float32).mean(axis=0)
         centroid = v / (np.linalg.norm(v) + 1e-12)
     return namer.name(members, namer.counts(corpus), centroid)
+
+
+def _cover(name: str, held: Sequence[frozenset[str]]) -> int:
+    """How many members hold one of the name's terms."""
+    parts = set(name.split(" and ")) if name else set()
+    return sum(1 for h in held if h & parts)
+
+
+def _most_held(held: Sequence[frozenset[str]]) -> str:
+    """The single word that can head a name and that most members hold (ties: alphabetical)."""
+    df = Counter(w for h in held for w in h if " " not in w and _head_noun(w))
+    return min(df, key=lambda w: (-df[w], w)) if df else ""
+
+
+def _compound(name: str, held: Sequence[frozenset[str]]) -> str:
+    """A one-word name that the members say mostly inside one two-word term is named by that term: "air" said
+    as "fresh air", "trip" as "road trip"."""
+    if not name or " " in name:
+        return name
+    k = sum(1 for h in held if name in h)
+    df = Counter(t for h in held for t in h if t.endswith(" " + name))
+    if not df:
+        return name
+    best = min(df, key=lambda t: (-df[t], t))
+    return best if df[best] >= 2 and 2 * df[best] >= k else name
 
 
 def _phrase(ranked: list[tuple[str, float]]) -> str:
