@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import datetime
-from typing import Literal
+from typing import Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,6 +34,8 @@ from retrieval.seeds.index import InformationMeasure, RouteIndex
 from retrieval.seeds.rank import DEFAULT_ROUTE_WEIGHTS, INSTRUCTION_LIMIT, ROUTES, SECOND_PASS, RouteContext, RouteName
 from graph.rules import derive_state
 from graph.store import GraphStore, Subgraph
+
+T = TypeVar("T")
 
 
 class RetrievalConfig(BaseModel):
@@ -160,50 +162,97 @@ def diversify(order: list[str], score: dict[str, float], k: int, turns_of: Mappi
     return out
 
 
-def fuse_routes(hits: dict[str, list[tuple[str, float, int]]], cfg: RetrievalConfig,
-                holder_of: dict[str, str], facts: Mapping[str, Fact] | None = None,
-                prior: Mapping[str, float] | None = None) -> list[SeedHit]:
-    """Weighted RRF over the routes' ranks, times the holder factor and ``prior`` (per fact, default
-    1); ties by the fact-dense score. With ``facts``, redundancy across source turns and sessions is
-    discounted (``diversify``)."""
-    score: dict[str, float] = {}
-    ranks: dict[str, dict[str, int]] = {}
-    rrf_k = cfg.rrf_k
-    for name, lst in hits.items():
+class Rrf:
+    """The weighted reciprocal-rank sums and per-route ranks of route hits, before the holder factor and
+    the prior: the neighbour pass extends the first pass's (``fork`` + ``add``) instead of summing every
+    route again; the sums are added in the same order, so the scores are the same to the bit."""
+
+    def __init__(self, hits: Mapping[str, Sequence[tuple[str, float, int]]] | None = None,
+                 cfg: RetrievalConfig | None = None) -> None:
+        self.score: dict[str, float] = {}
+        self.ranks: dict[str, dict[str, int]] = {}
+        self._own: set[str] = set()  # facts whose rank dict is this one's (not shared with a fork's parent)
+        if hits is not None and cfg is not None:
+            for name, lst in hits.items():
+                self.add(name, lst, cfg)
+
+    def add(self, name: str, lst: Sequence[tuple[str, float, int]], cfg: RetrievalConfig) -> None:
         w = cfg.route_weights.get(name, DEFAULT_ROUTE_WEIGHTS.get(name, 1.0))
+        rrf_k, score, ranks, own = cfg.rrf_k, self.score, self.ranks, self._own
         for fid, _, rank in lst:
             got = ranks.get(fid)
             if got is None:
                 ranks[fid] = {name: rank}
+                own.add(fid)
                 score[fid] = 0.0 + w / (rrf_k + rank)
             elif name not in got:
+                if fid not in own:  # copy on write: the parent's dict stays as it was
+                    got = ranks[fid] = dict(got)
+                    own.add(fid)
                 got[name] = rank
                 score[fid] += w / (rrf_k + rank)
+
+    def fork(self) -> Rrf:
+        new = Rrf()
+        new.score, new.ranks = dict(self.score), dict(self.ranks)
+        return new
+
+
+class _Lazy(Mapping[str, T]):
+    """``fn(key)`` for the keys ``has`` accepts, computed on lookup (diversify reads only its picks)."""
+
+    def __init__(self, keys: Sequence[str], has: Callable[[str], bool], fn: Callable[[str], T]) -> None:
+        self._keys, self._has, self._fn = keys, has, fn
+
+    def __getitem__(self, key: str) -> T:
+        if not self._has(key):
+            raise KeyError(key)
+        return self._fn(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k in self._keys if self._has(k))
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+
+def fuse_routes(hits: dict[str, list[tuple[str, float, int]]], cfg: RetrievalConfig,
+                holder_of: dict[str, str], facts: Mapping[str, Fact] | None = None,
+                prior: Mapping[str, float] | None = None, rrf: Rrf | None = None) -> list[SeedHit]:
+    """Weighted RRF over the routes' ranks, times the holder factor and ``prior`` (per fact, default
+    1); ties by the fact-dense score. With ``facts``, redundancy across source turns and sessions is
+    discounted (``diversify``). ``rrf``: the sums of exactly ``hits`` under ``cfg``, when the caller has them."""
+    if rrf is None:
+        rrf = Rrf(hits, cfg)
+    ranks = rrf.ranks
     by_holder: dict[str | None, float] = {}  # the holder factor, once per holder
     prior = prior or {}
-    for fid in score:
+    score: dict[str, float] = {}
+    for fid, s in rrf.score.items():
         h = holder_of.get(fid)
         hw = by_holder.get(h)
         if hw is None:
             hw = by_holder[h] = cfg.holder_weight(h)
-        score[fid] *= hw * prior.get(fid, 1.0)
+        score[fid] = s * (hw * prior.get(fid, 1.0))
     dense = {fid: s for fid, s, _ in hits.get("fact_dense", [])}
     ranked = [f for _, _, f in sorted([(-s, -dense.get(f, -1.0), f) for f, s in score.items()])]
     if facts is None:
         best = ranked[: cfg.k]
     else:
+        fs = facts
         # The context route hands a refer-back request its referent turns whole: their facts are the
         # situation and the stated dispositions, not one turn's repeats, so they are not discounted.
-        best = diversify(ranked, score, cfg.k, {f: facts[f].source_turn_ids for f in ranked
-                                                if f in facts and "context" not in ranks[f]},
-                         {f: facts[f].session_id for f in ranked if f in facts}, cfg.turn_redundancy,
+        best = diversify(ranked, score, cfg.k,
+                         _Lazy(ranked, lambda f: f in fs and "context" not in ranks[f], lambda f: fs[f].source_turn_ids),
+                         _Lazy(ranked, lambda f: f in fs, lambda f: fs[f].session_id), cfg.turn_redundancy,
                          cfg.session_redundancy)
     d_rank = {f: (r, s) for f, s, r in hits.get("fact_dense", [])}
     t_rank = {f: (r, s) for f, s, r in hits.get("fact_bm25", [])}
     none = (None, None)
-    return [SeedHit(fact_id=f, score=score[f], routes=ranks[f], dense_rank=d_rank.get(f, none)[0],
-                    dense_score=d_rank.get(f, none)[1], text_rank=t_rank.get(f, none)[0],
-                    text_score=t_rank.get(f, none)[1]) for f in best]
+    # built without validation: every value is of its field's type already (as validation would leave it)
+    return [SeedHit.model_construct(fact_id=f, score=score[f], routes=dict(ranks[f]), dense_rank=d_rank.get(f, none)[0],
+                                    dense_score=d_rank.get(f, none)[1], text_rank=t_rank.get(f, none)[0],
+                                    text_score=t_rank.get(f, none)[1]) for f in best]
 
 
 def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] | None, cfg: RetrievalConfig,
@@ -222,7 +271,8 @@ def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] 
         hits[name] = ctx.run(name)
         ms[f"route_{name}"] = (time.perf_counter() - t) * 1e3
     holder_of = {fid: index.facts[fid].holder for lst in hits.values() for fid, _, _ in lst}
-    seeds = fuse_routes(hits, cfg, holder_of, index.facts, content_prior(index, holder_of, cfg))
+    rrf: Rrf | None = Rrf(hits, cfg)
+    seeds = fuse_routes(hits, cfg, holder_of, index.facts, content_prior(index, holder_of, cfg), rrf)
     if cfg.feedback_weight > 0 and seeds:
         t = time.perf_counter()
         hits["feedback"] = ctx.feedback([index.row[s.fact_id] for s in seeds[: cfg.feedback_seeds]])
@@ -230,6 +280,7 @@ def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] 
         holder_of |= {fid: index.facts[fid].holder for fid, _, _ in hits["feedback"]}
         cfg = cfg.model_copy(update={"route_weights": {"feedback": cfg.feedback_weight} | cfg.route_weights})
         seeds = fuse_routes(hits, cfg, holder_of, index.facts, content_prior(index, holder_of, cfg))
+        rrf = None  # the sums now include the feedback route
     if "neighbour" in cfg.routes:
         # fused again with the first pass's ranks: a neighbour earns its place by its seed's rank
         t = time.perf_counter()
@@ -242,7 +293,10 @@ def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] 
             # store's neighbours otherwise displaced the seeds that mattered: MemSyco evidence rows)
             first = {s.fact_id for s in seeds}
             wide = cfg.model_copy(update={"k": cfg.k + len({f for f, _, _ in hits["neighbour"]} - first)})
-            fused = fuse_routes(hits, wide, holder_of, index.facts, content_prior(index, holder_of, cfg))
+            if rrf is not None:  # the first pass's sums plus the neighbour route's, which comes last in ``hits``
+                rrf = rrf.fork()
+                rrf.add("neighbour", hits["neighbour"], wide)
+            fused = fuse_routes(hits, wide, holder_of, index.facts, content_prior(index, holder_of, cfg), rrf)
             got = {s.fact_id for s in fused}
             # K means K: every first-pass seed stays a seed; the neighbour route's additions are flagged
             # ``window`` and reported apart from the K seeds
@@ -489,9 +543,10 @@ def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Seque
         if state is None:
             path = sub.concept_paths.get(fid, ())
             state = derive_state(f, rels_of[fid] if cfg.traverse else [], sub.facts, path, now)
-        items.append(EvidenceItem(alias=f"F{n}", fact=f, state=state, seed=fid in seed_score,
-                                  score=seed_score.get(fid), group=comp[fid],
-                                  brief=brief(f, index, query, cfg.broad_line_words) if broad else None))
+        # built without validation: each value is of its field's type already (a Fact, a RelationalState, ...)
+        items.append(EvidenceItem.model_construct(alias=f"F{n}", fact=f, state=state, seed=fid in seed_score,
+                                                  score=seed_score.get(fid), group=comp[fid],
+                                                  brief=brief(f, index, query, cfg.broad_line_words) if broad else None))
     t3 = time.perf_counter()
     explain = Explain(query=query, k=cfg.k, seeds=seeds, added_by_traversal=[i for i in ids if i not in seed_score],
                       added_by_update_turn=[i for i in by_turn if i in sub.facts],
