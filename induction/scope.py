@@ -36,16 +36,24 @@ _SUB = (r"(?:only if|only when|even when|even if|whenever|as long as|so long as|
 # What may open the clause: a subject (pronoun, determiner + noun, a number) or a gerund ("when traveling").
 _OPENER = (r"(?:I|I'm|I've|im|ive|we|we're|we've|it|it's|they|they're|there|this|that|these|those|the|a|an|my|our|"
            r"someone|people|everyone|one|two|three|both|each|any|[a-z]+ing)")
-_BOUNDARY = (r"(?=\s*(?:[,;:.!?()\"]|\s-\s|$|\bbut\b|\band (?:I|we)\b|\bI\b(?!'m|'ve)|"
+_BOUNDARY = (r"(?=\s*(?:[,;:.!?()\"]|\s-\s|$|\bbut\b|\band (?:I|we)\b|\bI\b(?!'m|'ve)|\bwe\b(?!'re|'ve)|"
              r"\b(?:we|they|you|it) (?:can|will|could|should|would|may|might|must)\b))")
 CONDITION = re.compile(rf"\b{_SUB}\s+{_OPENER}\b[^,;:.!?()\"]{{0,70}}?{_BOUNDARY}", re.I)
 # "while" / "whilst" scopes only with what one is doing or where one is ("while driving", "whilst I'm at work");
 # with a stative verb it contrasts ("while I like jazz, ..."). An elliptical condition drops its subject and verb:
 # "when abroad", "whilst on holiday", "when at my parents'".
+# an exception to the statement: "I eat meat, except at my grandma's", "no dairy other than on Sundays"
+EXCEPT = re.compile(r"\b(?:except|apart from|other than)\s+(?:at|on|in|with|for|during|around|when|if|while)\s+"
+                    r"[^,;:.!?()\"]{1,50}", re.I)
 WHILE = re.compile(rf"\bwhil(?:e|st)\s+(?:(?:I'm|I am|im|we're|we are)\s+)?(?!at it\b)(?:[a-z]+ing|at|on|in|away|abroad|out)\b"
                    rf"[^,;:.!?()\"]{{0,60}}?{_BOUNDARY}", re.I)
 ELLIPTIC = re.compile(r"\b(?:when|whenever|while|whilst)\s+(?:abroad|away(?: from home)?|overseas|"
+                      r"(?:really |very |a bit )?(?:stressed|tired|sick|ill|bored|hungry|anxious|busy|sad|cold|hot|"
+                      r"exhausted|overwhelmed|nervous|unwell)\b|"
                       r"(?:on|at|in)\s+(?:[A-Za-z'-]+\s+){0,2}?[A-Za-z'-]+)(?=\s*[,;:.!?]|\s+(?:I|i|we)\b|$)", re.I)
+# "when I'm stressed", "if we're invited": an -ed form after a present "be" / "get" / "feel" is a state, not a past
+_PRESENT_STATE = re.compile(r"(?:I'm|I am|im|we're|we are|it's|it is|they're|they are|I get|we get|I feel|we feel)\s+"
+                            r"(?:really |very |a bit |so |too )?\w+ed\b", re.I)
 _PAST = re.compile(r"^(?:\S+\s+){0,3}?(?:was|were|had|did|went|got|knew|thought|saw|came|took|used to|"
                    r"\w+ed)\b", re.I)
 _WHETHER = re.compile(r"\b(?:know|wonder(?:ing)?|see|sure|ask(?:ing)?|decide|check|unclear|tell|doubt)\s+$", re.I)
@@ -100,7 +108,11 @@ SETTING = re.compile(
     r"|(?:during|in) (?:the )?(?:week|work ?days?|work hours|summer|winter|spring|fall|autumn|mornings?|evenings?|"
     r"afternoons?|holidays|rainy season)"
     r"|at (?:work|home|the office|night|the gym|school|restaurants?|(?:the )?weekends?|parties|church|the pub)"
-    r"|in (?:the office|public|private|the car|company)|on (?:the )?(?:train|bus|tube|plane)s?\b"
+    r"|in (?:the office|public|private|the car|company|the gym)|on (?:the )?(?:train|bus|tube|plane)s?\b"
+    r"|(?:on|over) the weekends?|outside (?:of )?(?:work|school|the office|office|business|working)(?: hours)?"
+    # a plural recurring event as the setting ("in meetings", "at concerts", "a suit to interviews")
+    r"|(?:in|at|during|to) (?:[a-z-]+ )?(?:meetings|classes|lectures|concerts|gigs|parties|weddings|interviews|"
+    r"funerals|conferences|festivals)"
     r"|in front of (?:the |my |our )?(?:kids|children|family|parents|guests|clients|students|nephews|nieces|boss|"
     r"colleagues|strangers|others)"
     r"|on (?:call|duty|nights|(?:night |early |late )?shifts?)"
@@ -134,7 +146,7 @@ def _conditions(text: str) -> list[tuple[int, str]]:
         head = ph[: sub.end()].lower() if sub else ""
         if head.startswith("when it") and rest.lower().startswith("it comes to"):
             continue  # a domain phrase, read by DOMAIN
-        if _PAST.match(rest) or _YOU.match(ph) or len(rest.split()) < 2 and not rest.lower().endswith("ing"):
+        if (_PAST.match(rest) and not _PRESENT_STATE.match(rest)) or _YOU.match(ph) or len(rest.split()) < 2 and not rest.lower().endswith("ing"):
             continue
         if head == "once" and re.match(r"(?:(?:a|an|per|every) (?:day|week|month|year|while|time|fortnight)s?|more|again|"
                                        r"or twice|in a while)\b", rest, re.I):
@@ -180,7 +192,7 @@ def scopes_in(text: str, limit: int = 2) -> list[str]:
     """
     t = text.translate(_TYPO)
     found = (_conditions(t) + _framed(t) + _domains(t) + [(m.start(), m.group(0)) for m in SETTING.finditer(t)]
-             + [(m.start(), m.group(0)) for m in (*WHILE.finditer(t), *ELLIPTIC.finditer(t))])
+             + [(m.start(), m.group(0)) for m in (*EXCEPT.finditer(t), *WHILE.finditer(t), *ELLIPTIC.finditer(t))])
     found.sort(key=lambda x: (x[0], -len(x[1])))
     out: list[str] = []
     spans: list[tuple[int, int]] = []

@@ -111,6 +111,20 @@ from induction.session import Session, SessionTurn as Turn
     ("as a nurse on nights i sleep in the day", ["on nights"]),
     # the chat register's "wen" for "when"
     ("wen im at my moms i eat whatever she cooks", ["wen im at my moms"]),
+    # an exception to the statement ("except" / "apart from" / "other than" + a setting or a condition)
+    ("I eat meat, except at my grandma's.", ["except at my grandma's"]),
+    ("I'm vegetarian apart from when I travel.", ["apart from when I travel"]),
+    # "outside work hours"; a plural recurring event as the setting; the weekend, US and British
+    ("I don't check email outside work hours.", ["outside work hours"]),
+    ("I keep my phone off in meetings.", ["in meetings"]),
+    ("I wear a suit to interviews.", ["to interviews"]),
+    ("I cook big batches over the weekend.", ["over the weekend"]),
+    # a state after a present "be": the -ed form is an adjective, not a past ("when I was stressed" stays a time)
+    ("I bake bread when I'm stressed.", ["when I'm stressed"]),
+    ("When stressed I bake bread.", ["when stressed"]),
+    ("When I was stressed, I baked bread.", []),
+    # a condition clause ends at the main clause's "we"
+    ("When my partner's home we cook together.", ["when my partner's home"]),
 ])
 def test_scopes_in(text: str, expected: list[str]) -> None:
     assert scopes_in(text) == expected
