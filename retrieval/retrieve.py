@@ -249,10 +249,9 @@ def fuse_routes(hits: dict[str, list[tuple[str, float, int]]], cfg: RetrievalCon
     d_rank = {f: (r, s) for f, s, r in hits.get("fact_dense", [])}
     t_rank = {f: (r, s) for f, s, r in hits.get("fact_bm25", [])}
     none = (None, None)
-    # built without validation: every value is of its field's type already (as validation would leave it)
-    return [SeedHit.model_construct(fact_id=f, score=score[f], routes=dict(ranks[f]), dense_rank=d_rank.get(f, none)[0],
-                                    dense_score=d_rank.get(f, none)[1], text_rank=t_rank.get(f, none)[0],
-                                    text_score=t_rank.get(f, none)[1]) for f in best]
+    return [SeedHit(fact_id=f, score=score[f], routes=ranks[f], dense_rank=d_rank.get(f, none)[0],
+                    dense_score=d_rank.get(f, none)[1], text_rank=t_rank.get(f, none)[0],
+                    text_score=t_rank.get(f, none)[1]) for f in best]
 
 
 def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] | None, cfg: RetrievalConfig,
@@ -543,10 +542,9 @@ def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Seque
         if state is None:
             path = sub.concept_paths.get(fid, ())
             state = derive_state(f, rels_of[fid] if cfg.traverse else [], sub.facts, path, now)
-        # built without validation: each value is of its field's type already (a Fact, a RelationalState, ...)
-        items.append(EvidenceItem.model_construct(alias=f"F{n}", fact=f, state=state, seed=fid in seed_score,
-                                                  score=seed_score.get(fid), group=comp[fid],
-                                                  brief=brief(f, index, query, cfg.broad_line_words) if broad else None))
+        items.append(EvidenceItem(alias=f"F{n}", fact=f, state=state, seed=fid in seed_score,
+                                  score=seed_score.get(fid), group=comp[fid],
+                                  brief=brief(f, index, query, cfg.broad_line_words) if broad else None))
     t3 = time.perf_counter()
     explain = Explain(query=query, k=cfg.k, seeds=seeds, added_by_traversal=[i for i in ids if i not in seed_score],
                       added_by_update_turn=[i for i in by_turn if i in sub.facts],

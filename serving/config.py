@@ -59,3 +59,6 @@ class ApiSettings(BaseModel):
     warm_after_ingest: bool = Field(default=True, description="After a session commits, rebuild that user's route "
                                     "index in the background, so their next request does not pay for it "
                                     "(retrieval.seeds.index.RouteIndexCache.warm).")
+    warm_at_start: bool = Field(default=True, description="At start, build the route index of the store's users "
+                                "(up to the cache's 64) in the background, so a user's first request does not "
+                                "build it (retrieval.seeds.index.RouteIndexCache.warm_users).")

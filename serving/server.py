@@ -65,6 +65,8 @@ def build_deps(settings: MemorySettings, models: ModelsConfig, pipeline: Pipelin
     ``models.extraction``)."""
     memory = Memory.from_settings(settings, load_embedder=True)  # loaded before the first request, not by it
     try:
+        if api.warm_at_start:
+            memory.routes.warm_users(memory.store)
         policy, answer_model = build_models(models, pipeline)
         ingestor = default_ingestor(memory, ingest_config, models.extraction) if ingest is True else None
         fn: IngestFn | None = (ingest_with(ingestor, api.warm_after_ingest) if ingestor is not None

@@ -273,6 +273,13 @@ class RouteIndexCache:
             self._queued[user_id] = fut
             return fut
 
+    def warm_users(self, store: GraphStore, users: Sequence[str] | None = None) -> list[Future[None]]:
+        """``warm`` each of ``users`` (default: the store's users), at most ``max_users`` of them (the LRU
+        holds no more): a server calls it at start, so a user's first request finds the index built
+        instead of building it (bench/retrieval_speed.py, "first query")."""
+        todo = list(store.users() if users is None else users)[: self.max_users]
+        return [self.warm(store, u) for u in todo]
+
     def _warm_one(self, store: GraphStore, user_id: str) -> None:
         with self._lock:
             self._queued.pop(user_id, None)  # from here on a newer commit queues a rebuild of its own

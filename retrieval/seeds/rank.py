@@ -81,15 +81,22 @@ def _top(scores: np.ndarray, n: int, order: Order | None = None) -> np.ndarray:
     """Indices of the n largest finite scores, best first; ties by ``order`` (a fact's id, a turn's
     place: the same order whatever row it sits in, retrieval/seeds/delta.py), else by index."""
     ok = np.flatnonzero(np.isfinite(scores))
+    return _top_of(ok, scores[ok], n, order)
+
+
+def _top_of(ok: np.ndarray, sub: np.ndarray, n: int, order: Order | None = None) -> np.ndarray:
+    """``_top`` of scores given sparsely: ``sub[i]`` at index ``ok[i]`` (``ok`` ascending, ``sub`` finite),
+    -inf elsewhere; the BM25 routes' form, so no dense array of the user's size is filled and scanned."""
     if not len(ok) or n <= 0:
         return ok[:0]
     n = min(n, len(ok))
-    sub = scores[ok]
-    part = ok[np.argpartition(-sub, n - 1)[:n]]
+    pi = np.argpartition(-sub, n - 1)[:n]
+    part = ok[pi]
     if order is None:
-        return part[np.lexsort((part, -scores[part]))]
-    cand = ok[sub >= scores[part].min()]  # every tie at the cut, so the order decides which stay
-    out: np.ndarray = cand[np.lexsort((order.values[cand], -scores[cand]))][:n]
+        return part[np.lexsort((part, -sub[pi]))]
+    keep = sub >= sub[pi].min()  # every tie at the cut, so the order decides which stay
+    cand, cs = ok[keep], sub[keep]
+    out: np.ndarray = cand[np.lexsort((order.values[cand], -cs))][:n]
     return out
 
 
@@ -140,13 +147,18 @@ class RouteContext:
         if s is None:
             return []
         s = _masked(s, self.allowed)
-        return [(self.idx.ids[r], float(s[r]), k) for k, r in enumerate(_top(s, self.n, self.idx.forder), start=1)]
+        at = _top(s, self.n, self.idx.forder)
+        ids = self.idx.ids
+        return [(ids[r], v, k) for k, (r, v) in enumerate(zip(at.tolist(), s[at].tolist()), start=1)]
 
     def fact_bm25(self) -> list[Hit]:
         rows, sc = self.idx.fbm25.scores(self.query)
         keep = sc > 0 if self.allowed is None else (sc > 0) & self.allowed[rows]
-        full = _sparse(rows[keep], sc[keep], len(self.idx.ids))
-        return [(self.idx.ids[r], float(full[r]), k) for k, r in enumerate(_top(full, self.n, self.idx.forder), start=1)]
+        rows, sc = rows[keep], sc[keep]
+        at = _top_of(rows, sc, self.n, self.idx.forder)
+        ids = self.idx.ids
+        return [(ids[r], s, k) for k, (r, s) in enumerate(zip(at.tolist(), sc[np.searchsorted(rows, at)].tolist()),
+                                                         start=1)]
 
     def _turns_to_facts(self, ranked: list[tuple[int, float]]) -> list[Hit]:
         out: list[Hit] = []
@@ -156,7 +168,8 @@ class RouteContext:
         k = 0
         for t, score in ranked:
             # a turn whose facts all came with a better turn (a message said twice) takes no rank
-            rows = [r for r in rows_of[t] if r not in seen and (allowed is None or allowed[r])]
+            rows = ([r for r in rows_of[t] if r not in seen] if allowed is None
+                    else [r for r in rows_of[t] if r not in seen and allowed[r]])
             if not rows:
                 continue
             k += 1
@@ -172,13 +185,16 @@ class RouteContext:
         if self.qv is None or self.idx.tmat is None:
             return []
         s = self.idx.tmat @ self.qv
-        return self._turns_to_facts([(int(t), float(s[t])) for t in _top(s, self.n, self.idx.torder)])
+        at = _top(s, self.n, self.idx.torder)
+        return self._turns_to_facts(list(zip(at.tolist(), s[at].tolist())))
 
     def turn_bm25(self) -> list[Hit]:
         rows, sc = self.idx.tbm25.scores(self.query)
         keep = sc > 0
-        full = _sparse(rows[keep], sc[keep], len(self.idx.turn_ids))
-        return self._turns_to_facts([(int(t), float(full[t])) for t in _top(full, self.n, self.idx.torder)])
+        rows, sc = rows[keep], sc[keep]
+        at = _top_of(rows, sc, self.n, self.idx.torder)
+        pos = np.searchsorted(rows, at)  # rows ascending
+        return self._turns_to_facts(list(zip(at.tolist(), sc[pos].tolist())))
 
     def _by_cosine(self, rows: np.ndarray, bonus: np.ndarray | None = None) -> list[Hit]:
         rows = self._ok(rows)

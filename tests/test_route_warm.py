@@ -1,0 +1,66 @@
+"""A server builds its users' route indexes at start (RouteIndexCache.warm_users), so a user's first
+request finds the index ready and builds nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from graph.edits import AttachFact, CreateConcept, EditBatch, apply_batch
+from graph.embedded.store import EmbeddedStore
+from graph.models import Fact, Turn
+from llmclients.embeddings import HashEmbedder
+from retrieval.retrieve import RetrievalConfig, retrieve
+from retrieval.seeds.index import RouteIndexCache
+
+EMB = HashEmbedder(24)
+
+
+def _store(tmp: Path, users: list[str]) -> EmbeddedStore:
+    s = EmbeddedStore(tmp / "store")
+    s.setup()
+    for u in users:
+        turns = [Turn(turn_id=f"{u}-t{i}", user_id=u, session_id="s1", seq=i, role="user", text=f"I like {w}")
+                 for i, w in enumerate(("tea", "hiking", "the cello"))]
+        edits: list[object] = [CreateConcept(concept_id=f"{u}:c", name="likes")]
+        edits += [AttachFact(fact=Fact(fact_id=f"{u}-f{i}", user_id=u, statement=t.text, source_turn_ids=(t.turn_id,)),
+                             concept_id=f"{u}:c", embedding=tuple(float(x) for x in EMB.embed([t.text])[0]))
+                  for i, t in enumerate(turns)]
+        _, cs = apply_batch(s.load_snapshot(u), EditBatch(user_id=u, session_id="s1", session_hash=f"h{u}",
+                                                         turns=turns, edits=edits))  # type: ignore[arg-type]
+        s.commit(cs)
+    return s
+
+
+def test_warm_users_builds_every_index_before_the_first_request(tmp_path: Path) -> None:
+    users = ["ann", "bob", "cy"]
+    store = _store(tmp_path, users)
+    embedded: list[int] = []
+
+    def embed(texts: list[str]) -> np.ndarray:
+        embedded.append(len(texts))
+        return EMB.embed(texts)
+
+    cold, warm = RouteIndexCache(EMB.embed), RouteIndexCache(embed, max_users=2)
+    try:
+        futures = warm.warm_users(store)
+        assert len(futures) == 2  # no more than the cache holds
+        for f in futures:
+            f.result()
+        built = len(embedded)
+        assert built > 0
+        warmed = [u for u in users if warm._cached(u, store.version_token(u)) is not None]
+        assert warmed == store.users()[:2]
+        cfg = RetrievalConfig(k=2)
+        qv = EMB.embed(["what do I like to drink"])[0].tolist()
+        for u in warmed:  # the first request builds nothing and ranks as a cold build does
+            got = warm.use(store, u, lambda idx: retrieve(store, u, "what do I like to drink", qv, cfg, index=idx))
+            assert len(embedded) == built
+            want = cold.use(store, u, lambda idx: retrieve(store, u, "what do I like to drink", qv, cfg, index=idx))
+            assert [i.fact.fact_id for i in got.items] == [i.fact.fact_id for i in want.items]
+            assert got.items
+    finally:
+        cold.close()
+        warm.close()
+        store.close()
