@@ -107,7 +107,9 @@ class RelationModelConfig(_Cfg):
                                "sure of its kind (its kinds are read from wording: \"so I'm pescatarian now\" is an event "
                                "to it); graph.rules still needs the same holder and a later statement. Likewise a person's statement the model "
                                "reads as disputed by outside evidence counts as a claim (a belief) for graph.rules.may_conflict "
-                               "(its stored kind is left as it was).")
+                               "(its stored kind is left as it was). Off: with the cross-b artefact it raised the phrasing test half's "
+                               "supersession F1 0.593 -> 0.678 and conflict F1 0.262 -> 0.394, but look-alike false relations "
+                               "0.128 -> 0.154 and the MemSyco rows 40-89 one-fact leak 0.12 -> 0.14 (2 rows worse).")
     supersede_threshold: float = Field(default=0.5, ge=0.0, le=1.0, description="P(supersedes) at/above which a later "
                                        "fact of the same holder replaces a candidate partner.")
     conflict_threshold: float = Field(default=0.5, ge=0.0, le=1.0, description="P(conflicts_with) at/above which a conflict "
