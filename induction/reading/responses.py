@@ -36,6 +36,11 @@ RESPONSE = CueSet("response to the other person", [
     # imagining the other person's experience ("that must have been exhausting")
     ("empathic must", r"[^.!?]{0,60}\bmust (?:be|have been) (?:great|awesome|amazing|fun|nice|so|really|a |hard|"
                       r"tough|wonderful|exciting|lovely|cool|incredible|fantastic)"),
+    # guessing how others feel about something ("The twins must adore that treehouse"): a state of theirs, if any,
+    # never of the speaker; a first-person "must" is left alone ("I must admit I love it")
+    ("conjectured feeling of another", r"(?:(?!\b(?:I|we|I'm|I've)\b)[^.!?]){0,60}\bmust (?:really |so |just )?"
+                                       r"(?:love|adore|enjoy|like|miss|hate|be loving|be enjoying|be thrilled|"
+                                       r"be over the moon)\b"),
 ], head=r"^(?:(?:oh|oof|ooh|wow|yes|yeah|aw+|hey|haha|lol|definitely|absolutely|totally|sure|well|so|and|also|"
         r"really)[,!.]?\s+)*(?:", tail=r")")
 
