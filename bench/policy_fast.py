@@ -9,6 +9,8 @@ path's states for ``bench/policy_reader.py``).
 
     OMP_NUM_THREADS=2 python bench/policy_fast.py [--repeat 3] [--data runs/inst/heldout.jsonl \
         --limit 10 --states-out runs/learned_states.jsonl] [--skip-old] [--before-module /tmp/fastfact_old.py]
+    OMP_NUM_THREADS=2 python bench/policy_fast.py --skip-old --head       # + the distilled head beside it
+    OMP_NUM_THREADS=2 python bench/policy_fast.py --head --head-only --repeat 5   # the head alone
 
 torch's threads follow OMP_NUM_THREADS (as in serving) unless ``--threads`` sets them. Each latency is
 given as wall time (``*_ms``) and as the process's CPU time (``*_cpu_ms``): on a shared, loaded box the
@@ -46,7 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--head", nargs="?", const="", default=None, help="Also time the distilled head "
                     "(policy/head.py; default: the shipped head-v1, or the folder given) and compare its lines "
                     "with the fast path's (the adapter's greedy lines) per fact, and its gate verdicts.")
+    ap.add_argument("--head-only", action="store_true", help="Time the head alone on the example requests (no "
+                    "SmolLM2 load; its gate verdicts, no comparison): what serving with policy_kind head costs.")
     ns = ap.parse_args(argv)
+    if ns.head_only:
+        return head_only(ns)
 
     import torch
 
@@ -112,6 +118,38 @@ def main(argv: list[str] | None = None) -> int:
         r.pop("fast_state", None)
     report["load_after"] = os.getloadavg()
     print(json.dumps(report, indent=1))
+    return 0
+
+
+def head_only(ns: argparse.Namespace) -> int:
+    """The head on the example requests: latency per request (median of ``--repeat``) and gate misses."""
+    import torch
+
+    from policy.head import HeadPolicy
+
+    if ns.threads:
+        torch.set_num_threads(ns.threads)
+    head = HeadPolicy(ns.head or None)
+    if head.manifest.columns != "struct":
+        head.embedder.embed(["warm-up"])  # the retrieval embedder is loaded at serve time already
+    rows = []
+    for q in example_queries():
+        bundle, request = q["bundle"], str(q["request"])
+        times, cpu = [], []
+        for _ in range(ns.repeat):
+            t0, c0 = time.perf_counter(), time.process_time()
+            state = head.state(request, bundle)  # type: ignore[arg-type]
+            times.append((time.perf_counter() - t0) * 1000)
+            cpu.append((time.process_time() - c0) * 1000)
+        items = [(it.alias, it.fact.statement) for it in bundle.items]  # type: ignore[attr-defined]
+        rows.append({"id": q["id"], "facts": len(items), "head_ms": round(statistics.median(times), 2),
+                     "head_cpu_ms": round(statistics.median(cpu), 2),
+                     "head_misses": q["needs"].misses(items, state)})  # type: ignore[attr-defined]
+    print(json.dumps({"head": head.manifest.name, "threads": torch.get_num_threads(), "repeat": ns.repeat,
+                      "examples": rows, "head_p50_ms": statistics.median(r["head_ms"] for r in rows),
+                      "head_cpu_p50_ms": statistics.median(r["head_cpu_ms"] for r in rows),
+                      "examples_gate_head_misses": sum(bool(r["head_misses"]) for r in rows),
+                      "load_after": os.getloadavg()}, indent=1))
     return 0
 
 

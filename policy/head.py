@@ -56,6 +56,8 @@ class HeadManifest(BaseModel):
     classes: list[str] = Field(description="The answer lines, one per output of the head.")
     weights_sha256: str
     teacher: str = Field(description="The policy whose decisions were distilled.")
+    columns: str = Field(default="all", description="Features the head was fitted on (policy/head_train.py): "
+                         "struct (no embedding: the MiniLM call is skipped), struct+sim, all.")
 
 
 def head_dir() -> Path:
@@ -185,7 +187,11 @@ class HeadPolicy:
         return self._embedder
 
     def features(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None = None) -> np.ndarray:
-        vecs = np.asarray(self.embedder.embed(embed_texts(request, bundle)), dtype=np.float32)
+        if self.manifest.columns == "struct":  # the weights of every embedding column are 0: no MiniLM call
+            dim = (len(self.head.mean) - structure(bundle, choices).shape[1] - 4) // 3
+            vecs = np.zeros((len(bundle.items) + 1, dim), dtype=np.float32)
+        else:
+            vecs = np.asarray(self.embedder.embed(embed_texts(request, bundle)), dtype=np.float32)
         return features(vecs[0], vecs[1:], bundle, choices)
 
     def line_texts(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None = None) -> list[str]:

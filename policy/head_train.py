@@ -5,9 +5,11 @@
     # 2. fit the head on them (a share of the rows, chosen by a hash of their id, is kept out for agreement)
     python -m policy.head_train fit --data DIR/train.jsonl ... --labels labels.jsonl --out policy/artefact/head-v1
     # 3. agreement of a head with the teacher on labelled rows (e.g. rows of other builds)
-    python -m policy.head_train agree --data DIR/train.jsonl ... --labels labels.jsonl [--head DIR]
+    python -m policy.head_train agree --data FILE.jsonl ... --labels labels.jsonl [--head DIR] [--states-out S]
 
-Only ``train.jsonl`` files are accepted for labelling and fitting: a held-out row is never a teacher example.
+Only ``train.jsonl`` files are accepted for labelling and fitting: a held-out row is never a teacher example
+(``agree`` only measures, on any rows, e.g. the adapter's states on held-out rows from ``bench/policy_fast.py
+--states-out``).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from policy.head import FEATURES_VERSION, HeadPolicy, embed_texts, features, head_dir, save_head
+from policy.head import FEATURES_VERSION, HeadPolicy, embed_texts, features, head_dir, save_head, structure
 
 
 def _train_files(paths: Sequence[str]) -> list[Path]:
@@ -35,15 +37,22 @@ def _train_files(paths: Sequence[str]) -> list[Path]:
     return out
 
 
-def read_rows(paths: Sequence[str]) -> list[Any]:
+def read_rows(paths: Sequence[str], train_only: bool = True) -> list[Any]:
     from training_data.base import TrainingInstance
 
-    return [TrainingInstance.model_validate_json(x) for p in _train_files(paths)
-            for x in p.read_text().splitlines() if x.strip()]
+    files = _train_files(paths) if train_only else [Path(p) for p in paths]
+    return [TrainingInstance.model_validate_json(x) for p in files for x in p.read_text().splitlines() if x.strip()]
 
 
 def read_labels(path: str | Path) -> dict[str, list[str]]:
-    return {r["instance_id"]: r["lines"] for r in map(json.loads, Path(path).read_text().splitlines()) if r}
+    """Teacher lines per instance: ``label``'s output, or states (``{instance_id, state}``, as
+    ``bench/policy_fast.py --states-out`` writes them) split into their lines."""
+    from policy.perfact import fact_line_text
+
+    out = {}
+    for r in map(json.loads, filter(str.strip, Path(path).read_text().splitlines())):
+        out[r["instance_id"]] = r["lines"] if "lines" in r else [fact_line_text(x) for x in r["state"].splitlines()]
+    return out
 
 
 def in_fit(instance_id: str, eval_share: float) -> bool:
@@ -119,6 +128,21 @@ def fit_weights(x: np.ndarray, y: Sequence[str], *, l2: float = 1e-3, steps: int
     return {"mean": mean, "scale": scale, "W": w.detach().numpy(), "b": b.detach().numpy()}, classes
 
 
+def columns(kind: str, n_struct: int, width: int) -> np.ndarray:
+    """Feature columns a head is fitted on (the others get zero weight): ``struct`` (the record's marks),
+    ``struct+sim`` (and the request-fact cosine features), ``all`` (and the embeddings)."""
+    return {"struct": np.arange(n_struct), "struct+sim": np.arange(n_struct + 4),
+            "all": np.arange(width)}[kind]
+
+
+def expand(weights: dict[str, np.ndarray], cols: np.ndarray, width: int) -> dict[str, np.ndarray]:
+    """Weights fitted on ``cols`` as weights over every feature (zero elsewhere)."""
+    mean, scale = np.zeros(width, np.float32), np.ones(width, np.float32)
+    w = np.zeros((width, weights["W"].shape[1]), np.float32)
+    mean[cols], scale[cols], w[cols] = weights["mean"], weights["scale"], weights["W"]
+    return {"mean": mean, "scale": scale, "W": w, "b": weights["b"]}
+
+
 def agreement(pred: Sequence[str], gold: Sequence[str], owners: Sequence[str]) -> dict[str, Any]:
     facts = sum(p == g for p, g in zip(pred, gold))
     per: dict[str, bool] = {}
@@ -140,7 +164,9 @@ def fit(ns: argparse.Namespace) -> int:
     emb = make_embedder(EmbedderConfig())
     x, y, owners = design(rows, labels, emb)
     keep = np.array([in_fit(o, ns.eval_share) for o in owners])
-    weights, classes = fit_weights(x[keep], [c for c, k in zip(y, keep) if k], l2=ns.l2, seed=ns.seed)
+    cols = columns(ns.columns, structure(rows[0].bundle(), None).shape[1], x.shape[1])
+    fitted, classes = fit_weights(x[keep][:, cols], [c for c, k in zip(y, keep) if k], l2=ns.l2, seed=ns.seed)
+    weights = expand(fitted, cols, x.shape[1])
     from policy.head import Head
 
     head = Head(weights, classes)
@@ -151,7 +177,7 @@ def fit(ns: argparse.Namespace) -> int:
                                                         [o for o, k in zip(owners, keep) if not k])
     report["teacher_lines"] = dict(Counter(y).most_common())
     manifest = {"name": Path(ns.out).name, "features": FEATURES_VERSION, "classes": classes,
-                "teacher": ns.teacher_name, "l2": ns.l2, "eval_share": ns.eval_share, "seed": ns.seed,
+                "teacher": ns.teacher_name, "columns": ns.columns, "l2": ns.l2, "eval_share": ns.eval_share, "seed": ns.seed,
                 "data": {str(p): hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in ns.data},
                 "labels": {str(p): hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in ns.labels},
                 "report": report, "reproduce": " ".join(["python -m policy.head_train", *sys.argv[1:]])
@@ -162,12 +188,22 @@ def fit(ns: argparse.Namespace) -> int:
 
 
 def agree(ns: argparse.Namespace) -> int:
+    """Agreement on any rows (held-out ones too: this only measures); ``--states-out`` writes the head's states
+    for ``bench/policy_reader.py --states``."""
     labels: dict[str, list[str]] = {}
     for p in ns.labels:
         labels.update(read_labels(p))
     pol = HeadPolicy(ns.head)
-    x, y, owners = design(read_rows(ns.data), labels, pol.embedder)
-    print(json.dumps(agreement(pol.head.lines(x), y, owners), indent=1))
+    rows = [r for r in read_rows(ns.data, train_only=False) if r.instance_id in labels]
+    x, y, owners = design(rows, labels, pol.embedder)
+    pred = pol.head.lines(x)
+    print(json.dumps(agreement(pred, y, owners), indent=1))
+    if ns.states_out:
+        with open(ns.states_out, "w") as fh:
+            for inst in rows:
+                lines = [p for p, o in zip(pred, owners) if o == inst.instance_id]
+                state = "\n".join(f"{it.alias}: {ln}" for it, ln in zip(inst.bundle().items, lines))
+                fh.write(json.dumps({"instance_id": inst.instance_id, "state": state}) + "\n")
     return 0
 
 
@@ -184,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
     f.add_argument("--out", default=str(head_dir()))
     f.add_argument("--eval-share", type=float, default=0.2, help="Rows (by id hash) kept out for agreement.")
     f.add_argument("--l2", type=float, default=1e-3)
+    f.add_argument("--columns", choices=("struct", "struct+sim", "all"), default="struct+sim")
     f.add_argument("--seed", type=int, default=0)
     f.add_argument("--teacher-name", default="smollm2-read-v1 (policy/fastfact.py, greedy)")
     f.add_argument("--reproduce", default=None, help="The command recorded in the manifest (default: this one).")
@@ -191,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("--data", nargs="+", required=True)
     g.add_argument("--labels", nargs="+", required=True)
     g.add_argument("--head", default=None)
+    g.add_argument("--states-out", default=None, help="Write the head's states (JSONL of instance_id/state).")
     ns = ap.parse_args(argv)
     return {"label": label, "fit": fit, "agree": agree}[ns.cmd](ns)
 

