@@ -70,6 +70,9 @@ def test_a_head_decides_from_its_weights_and_the_policy_kind_builds_it(tmp_path:
 
     built = make_policy(ModelEndpointConfig(policy_kind="head", model_path=str(tmp_path / "h")))
     assert isinstance(built, HeadPolicy) and built.name == "learned-head:toy"
+    from evomem.commands.serving_cmds import ModelOptions
+
+    assert ModelOptions(policy="head").models().policy.policy_kind == "head"  # evomem answer|serve --policy head
     with pytest.raises(HeadArtefactMissing, match="has no"):  # an explicit head that is absent is an error
         make_policy(ModelEndpointConfig(policy_kind="head", model_path=str(tmp_path / "absent")))
 

@@ -65,8 +65,9 @@ class ModelOptions(CommonOptions):
     answer_model_path: str | None = Field(default=None, description="Local HF folder for the in-process answer model.")
     answer_timeout_s: float | None = Field(default=None, gt=0, description="Answer request timeout.")
     answer_retries: int | None = Field(default=None, ge=0, description="Answer request retries.")
-    policy: Literal["shipped", "rule", "openai", "local"] | None = Field(
+    policy: Literal["shipped", "head", "rule", "openai", "local"] | None = Field(
         default=None, description="The policy (default shipped: the learned SmolLM2 adapter in the package; "
+        "head: its per-fact decisions distilled into a head, milliseconds on CPU (policy/head.py); "
         "rule: the rule baseline; openai: a policy model at --policy-url; local: a checkpoint at --policy-path in "
         "process). Sets the endpoint's policy_kind, and for openai/local its connection.")
     policy_url: str | None = Field(default=None, description="OpenAI-compatible policy server (EVOMEM_POLICY_URL).")
