@@ -35,16 +35,17 @@ no-state baseline, format-failure and disclosure rates, KL, entropy, held-out nu
 policy=<output_dir>/final`` and by ``policy.learned.LocalLearnedPolicy.from_checkpoint``), and with
 ``data.n_val`` also ``best/``: the step whose greedy states earned the most on a validation set drawn
 with its own seed (the held-out set is reported, never used to choose).
+
+The run is split over four modules: ``policy.train_data`` (instances, splits, policy prompts),
+``policy.train_reward`` (answer model, reward function, held-out numbers), ``policy.train_model`` (seeds, model,
+warm-up) and this one (trainer, checkpoint selection, saving); their names are re-exported here.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import sys
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -54,10 +55,13 @@ from pydantic import BaseModel
 from policy.config import TrainConfig, load_config
 from policy.learned import PolicyMeta, write_meta
 from policy.metrics import MetricsWriter, plot_metrics
-from policy.perfact import fact_messages, is_per_fact
-from policy.prompt import as_dicts, load_prompt, policy_messages
-from policy.rewards import AnswerModel, BaselineCache, RewardBreakdown, state_reward
-from scoring.judge import Judge
+from policy.prompt import load_prompt
+from policy.rewards import BaselineCache
+from policy.train_data import (PolicyCall, load_instances, load_validation, policy_calls, prompt_messages,
+                               read_instances, split_validation, synthetic_set)
+from policy.train_model import build_policy_model, lora_warmup, pin_determinism
+from policy.train_reward import (StateRewardFn, build_answer_model, evaluate_states, filter_solved, heldout_eval,
+                                 summarize)
 from training_data.base import TrainingInstance
 
 
@@ -73,366 +77,6 @@ class TrainResult(BaseModel):
     best_step: int | None = None
     best_val_reward: float | None = None
     seconds: float
-
-
-# --- data ---------------------------------------------------------------------------------------------
-
-
-def read_instances(path: str | Path) -> list[TrainingInstance]:
-    return [TrainingInstance.model_validate_json(line) for line in Path(path).read_text().splitlines() if line.strip()]
-
-
-def synthetic_set(cfg: TrainConfig, n: int, seed: int) -> list[TrainingInstance]:
-    """``n`` instances of the configured synthetic generator drawn with ``seed``."""
-    from training_data.synthetic import SyntheticSource
-
-    return list(SyntheticSource(cfg.data.synthetic.model_copy(update={"n": n})).instances(seed)) if n else []
-
-
-def load_instances(cfg: TrainConfig) -> tuple[list[TrainingInstance], list[TrainingInstance]]:
-    """(training set, held-out set): JSONL files when configured, else the synthetic generator."""
-    if cfg.data.train_path:
-        train = split_validation(read_instances(cfg.data.train_path), cfg.data.val_from_train)[0]
-    else:
-        train = synthetic_set(cfg, cfg.data.synthetic.n, cfg.seed)
-    if cfg.data.eval_path:
-        heldout = read_instances(cfg.data.eval_path)[: cfg.data.n_eval]
-    else:
-        heldout = synthetic_set(cfg, cfg.data.n_eval, cfg.data.eval_seed)
-    return train, heldout
-
-
-def load_validation(cfg: TrainConfig) -> list[TrainingInstance]:
-    """The checkpoint-selection set: synthetic instances from ``data.val_seed`` (none when n_val is 0), or
-    with ``data.val_from_train`` the training instances ``split_validation`` sets aside."""
-    if cfg.data.val_from_train and cfg.data.train_path:
-        return split_validation(read_instances(cfg.data.train_path), cfg.data.val_from_train)[1]
-    return synthetic_set(cfg, cfg.data.n_val, cfg.data.val_seed)
-
-
-def split_validation(train: Sequence[TrainingInstance], n: int) -> tuple[list[TrainingInstance], list[TrainingInstance]]:
-    """(train, validation): the ``n`` instances with the highest sha256 of their id are validation — a
-    split by id only, so it never depends on file order."""
-    import hashlib
-
-    if not n:
-        return list(train), []
-    ranked = sorted(train, key=lambda i: hashlib.sha256(i.instance_id.encode()).hexdigest())
-    val = {i.instance_id for i in ranked[-n:]}
-    return [i for i in train if i.instance_id not in val], [i for i in train if i.instance_id in val]
-
-
-def prompt_messages(inst: TrainingInstance, cfg: TrainConfig, count_tokens: Any = None) -> list[dict[str, str]] | None:
-    """Chat messages for ``inst``; shrinks the facts block to fit max_prompt_tokens, None if it cannot."""
-    msgs = as_dicts(policy_messages(inst.request, inst.bundle(), inst.choices, prompt=cfg.data.prompt))
-    if count_tokens is None:
-        return msgs
-    total = sum(count_tokens(m["content"]) for m in msgs) + 16
-    if total <= cfg.data.max_prompt_tokens:
-        return msgs
-    fixed = total - count_tokens(msgs[1]["content"])
-    budget = cfg.data.max_prompt_tokens - fixed
-    if budget <= 0:
-        return None
-    msgs = as_dicts(policy_messages(inst.request, inst.bundle(), inst.choices, prompt=cfg.data.prompt,
-                                    facts_budget=budget, count_tokens=count_tokens))
-    return msgs if "[F" in msgs[1]["content"] else None
-
-
-PolicyCall = tuple[str | None, list[dict[str, str]]]
-
-
-def policy_calls(inst: TrainingInstance, cfg: TrainConfig, count_tokens: Any = None) -> list[PolicyCall] | None:
-    """The policy prompts one state of ``inst`` takes: one whole-state prompt (alias None, shrunk as
-    ``prompt_messages`` does; None when it cannot fit) or, with a per-fact prompt, one per fact."""
-    if is_per_fact(cfg.data.prompt):
-        bundle = inst.bundle()
-        return [(it.alias, as_dicts(fact_messages(inst.request, bundle, it.alias, inst.choices, prompt=cfg.data.prompt)))
-                for it in bundle.items]
-    msgs = prompt_messages(inst, cfg, count_tokens)
-    return [(None, msgs)] if msgs is not None else None
-
-
-# --- answer model + reward ------------------------------------------------------------------------------
-
-
-def build_answer_model(cfg: TrainConfig) -> tuple[AnswerModel, Judge | None]:
-    from policy.reader import AnswerReader
-    from policy.rewards import ChatAnswerModel, ReaderAnswerModel
-
-    if cfg.answer.kind == "reader":
-        return ReaderAnswerModel(AnswerReader(cfg.answer.reader_ignored_weight)), None
-    if cfg.answer.kind == "lm":  # SmolLM2 scoring options by log-likelihood, frozen (policy/lmreader.py)
-        from policy.lmreader import LMAnswerModel, LMReader
-
-        if cfg.answer.reader_adapter:
-            return LMAnswerModel(LMReader.finetuned(cfg.answer.reader_adapter)), None
-        return LMAnswerModel(LMReader.smollm2()), None
-    from llmclients.factory import make_chat_model
-
-    assert cfg.answer.endpoint is not None  # the config validator guarantees it
-    judge = Judge(make_chat_model(cfg.answer.judge)) if cfg.answer.judge else None
-    return ChatAnswerModel(make_chat_model(cfg.answer.endpoint), max_tokens=cfg.answer.max_tokens), judge
-
-
-def filter_solved(instances: Sequence[TrainingInstance], model: AnswerModel, baseline: BaselineCache,
-                  judge: Judge | None = None) -> list[TrainingInstance]:
-    """Drop instances the answer model already solves without a state: their reward can only be <= 0.
-    An instance whose baseline timed out is kept (unknown is not solved)."""
-    return [i for i in instances if (baseline.get(model, i, judge) or 0.0) < 1.0]
-
-
-class StateRewardFn:
-    """The reward function TRL calls: one float (or None) per completion, plus logged metrics."""
-
-    __name__ = "state_reward"
-
-    def __init__(self, instances: Sequence[TrainingInstance], model: AnswerModel, baseline: BaselineCache,
-                 cfg: TrainConfig, judge: Judge | None = None):
-        self.by_id = {i.instance_id: i for i in instances}
-        self.model, self.baseline, self.cfg, self.judge = model, baseline, cfg, judge
-        self.pool = ThreadPoolExecutor(cfg.answer.concurrency) if cfg.answer.kind == "chat" else None
-        self.context: dict[str, dict[str, str]] = {}
-
-    def in_context(self, text: str, inst: TrainingInstance, alias: str) -> str:
-        """A per-fact completion (``alias`` set) as a whole state: the rule baseline's lines (role first, no
-        RULE lines) with this fact's line replaced — so its reward is what this one decision adds or costs
-        against the baseline. A whole-state completion (no alias) is returned as it is."""
-        if not alias:
-            return text
-        from policy.perfact import assemble, fact_targets
-        from policy.targets import candidate_states, described
-
-        if inst.instance_id not in self.context:
-            rule = described(candidate_states(inst, style="facts")[0], inst)
-            self.context[inst.instance_id] = fact_targets(rule, inst.aliases)
-        lines = self.context[inst.instance_id]
-        return assemble(inst.aliases, [text if a == alias else lines[a] for a in inst.aliases])
-
-    def breakdowns(self, completions: Sequence[Any], completion_ids: Sequence[Sequence[int]] | None,
-                   instance_id: Sequence[str], alias: Sequence[str] = ()) -> list[RewardBreakdown]:
-        texts = [c[-1]["content"] if isinstance(c, list) else str(c) for c in completions]
-        lens = [len(x) for x in completion_ids] if completion_ids is not None else [None] * len(texts)
-        aliases = list(alias) or [""] * len(texts)
-
-        def one(k: int) -> RewardBreakdown:
-            inst = self.by_id[instance_id[k]]
-            # a per-fact line is scored inside a whole state, and the length cap applies to that state
-            return state_reward(self.in_context(texts[k], inst, aliases[k]), inst, self.model, self.baseline,
-                                self.cfg.reward, n_tokens=None if aliases[k] else lens[k], judge=self.judge)
-
-        idx = range(len(texts))
-        return list(self.pool.map(one, idx)) if self.pool else [one(k) for k in idx]
-
-    def __call__(self, prompts: Sequence[Any], completions: Sequence[Any], completion_ids: Any = None,
-                 instance_id: Sequence[str] = (), alias: Sequence[str] = (), log_metric: Any = None,
-                 **_: Any) -> list[float | None]:
-        bds = self.breakdowns(completions, completion_ids, instance_id, alias)
-        if log_metric is not None:
-            for k, v in summarize(bds).items():
-                log_metric(f"state/{k}", v)
-        return [b.reward for b in bds]
-
-
-def summarize(bds: Sequence[RewardBreakdown]) -> dict[str, float]:
-    n = max(len(bds), 1)
-    ok = [b for b in bds if b.outcome == "ok"]
-    out = {"format_fail_rate": sum(b.outcome == "unparseable" for b in bds) / n,
-           "disclosure_rate": sum(b.outcome == "disclosed" for b in bds) / n,
-           "too_long_rate": sum(b.outcome == "too_long" for b in bds) / n,
-           "timeout_rate": sum(b.outcome == "timeout" for b in bds) / n}
-    if ok:
-        out["score_with"] = sum(b.score_with or 0.0 for b in ok) / len(ok)
-        out["score_without"] = sum(b.score_without or 0.0 for b in ok) / len(ok)
-        out["lift"] = out["score_with"] - out["score_without"]
-    return out
-
-
-# --- held-out evaluation + metrics ----------------------------------------------------------------------
-
-
-def evaluate_states(texts: Sequence[str], instances: Sequence[TrainingInstance], model: AnswerModel,
-                    baseline: BaselineCache, cfg: TrainConfig, judge: Judge | None = None) -> dict[str, float]:
-    """Held-out numbers for given state texts: mean reward, answer accuracy (score with state), rates."""
-    bds = [state_reward(t, i, model, baseline, cfg.reward, judge=judge) for t, i in zip(texts, instances)]
-    rewards = [b.reward for b in bds if b.reward is not None]
-    acc = [b.score_with if b.outcome == "ok" else 0.0 for b in bds]
-    base = [baseline.get(model, i, judge) for i in instances]
-    s = summarize(bds)
-    return {"reward": sum(rewards) / max(len(rewards), 1), "accuracy": sum(a or 0.0 for a in acc) / max(len(acc), 1),
-            "no_state_accuracy": sum(b or 0.0 for b in base) / max(len(base), 1),
-            "format_fail_rate": s["format_fail_rate"], "disclosure_rate": s["disclosure_rate"]}
-
-
-def heldout_eval(model: Any, tokenizer: Any, instances: Sequence[TrainingInstance], prompts: Sequence[Any],
-                 answer: AnswerModel, baseline: BaselineCache, cfg: TrainConfig, judge: Judge | None = None,
-                 batch_size: int = 50) -> dict[str, float]:
-    """Greedy states for the held-out set with the current weights, then ``evaluate_states``."""
-    from policy.learned import LocalLearnedPolicy
-
-    pol = LocalLearnedPolicy(model, tokenizer, prompt=cfg.data.prompt, temperature=0.0,
-                             max_new_tokens=cfg.eval_max_new_tokens or cfg.max_completion_length,
-                             chat_template_kwargs=cfg.chat_template_kwargs)
-    was_training = model.training
-    model.eval()
-    texts: list[str] = []
-    if pol.per_fact:  # prompts are built per fact from the instances themselves
-        texts = pol.state_texts([(i.request, i.bundle(), i.choices) for i in instances], batch_size)
-    else:
-        for s in range(0, len(prompts), batch_size):
-            batch = [tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True,
-                                                   **cfg.chat_template_kwargs) for p in prompts[s:s + batch_size]]
-            texts.extend(pol.generate(batch))
-    if was_training:
-        model.train()
-    return evaluate_states(texts, instances, answer, baseline, cfg, judge)
-
-
-# --- the run ------------------------------------------------------------------------------------------------
-
-
-def _set_seed(seed: int) -> None:
-    import numpy as np
-    import torch
-
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
-
-
-def pin_determinism(cfg: TrainConfig) -> dict[str, Any]:
-    """Seeds, thread count and deterministic kernels from the config; returns what a rerun must match.
-
-    Measured (docs/design-notes.md): two runs of the demo with the same seed and thread count give
-    byte-identical metrics.jsonl, also under another PYTHONHASHSEED and a fresh HOME; one thread vs two
-    differs in the 7th digit of the first warm-up loss and the runs drift apart from there (sampled GRPO
-    amplifies it). A different CPU (another SIMD path in the BLAS) can do the same; the ``env`` row of
-    metrics.jsonl records what to compare."""
-    import platform
-
-    import torch
-
-    _set_seed(cfg.seed)
-    if cfg.use_cpu or not torch.cuda.is_available():
-        torch.set_num_threads(cfg.num_threads)
-    if cfg.deterministic:
-        torch.use_deterministic_algorithms(True, warn_only=True)
-    return {"seed": cfg.seed, "threads": torch.get_num_threads(), "deterministic": cfg.deterministic,
-            "torch": torch.__version__, "cpu_capability": torch.backends.cpu.get_cpu_capability(),
-            "machine": platform.machine()}
-
-
-def build_policy_model(cfg: TrainConfig, data: Sequence[tuple[TrainingInstance, list[dict[str, str]]]], out: Path,
-                       log: MetricsWriter | None = None) -> tuple[Any, Any, str]:
-    """Tokenizer + model, after the format warm-up when configured. Returns (model, tokenizer, base path)
-    where base path is what a saved adapter's base_model points at."""
-    from policy.models import load_model, load_tokenizer, smollm2_dir, smollm2_hf_dir
-    from policy.warmup import descriptive_role, format_warmup, random_state
-
-    rng = random.Random(f"corpus:{cfg.seed}")
-    prompts = [p for _, p in data]
-    aliases = [i.aliases for i, _ in data]
-    roles = None
-    if cfg.warmup.roles == "descriptive":
-        roles = [[descriptive_role(it) for it in i.evidence] for i, _ in data]
-    corpus = None
-    if cfg.model.tokenizer == "bpe":  # train on what the model will read and write
-        corpus = [m["content"] for p in prompts for m in p] + [random_state(a, rng) for a in aliases]
-    tok = load_tokenizer(cfg.model, corpus)
-    model = load_model(cfg.model, tok, cfg.seed)
-    pretrained_base = None
-    if cfg.model.source in ("hf", "checkpoint") and cfg.model.name_or_path:
-        pretrained_base = cfg.model.name_or_path
-    elif cfg.model.source == "gguf":
-        default = cfg.model.name_or_path is None and cfg.model.gguf_file is None
-        pretrained_base = str((smollm2_hf_dir() if default else Path(cfg.model.name_or_path or smollm2_dir())).resolve())
-    if cfg.lora.init_adapter and pretrained_base:  # the warm start is a saved adapter: GRPO continues it
-        from peft import PeftModel
-
-        model = PeftModel.from_pretrained(model, cfg.lora.init_adapter, is_trainable=True)
-        return model, tok, pretrained_base
-    if cfg.warmup.steps == 0 and pretrained_base:
-        return model, tok, pretrained_base
-    if pretrained_base and cfg.lora.enabled and cfg.warmup.steps:
-        # A pretrained base stays frozen and shared: the warm-up trains the LoRA adapter, GRPO continues it.
-        model = lora_warmup(cfg, model, tok, data, log)
-        return model, tok, pretrained_base
-    if cfg.warmup.steps:
-        t0 = time.time()
-        losses = format_warmup(model, tok, prompts, aliases, targets=cfg.warmup.targets, roles=roles,
-                               subset_max=cfg.warmup.subset_max, decisions=cfg.warmup.decisions,
-                               steps=cfg.warmup.steps, lr=cfg.warmup.learning_rate, batch_size=cfg.warmup.batch_size,
-                               seed=cfg.seed)
-        if log:
-            for row in losses:
-                log.write({"phase": "warmup", **row})
-            log.write({"phase": "warmup", "seconds": time.time() - t0})
-    base = out / "base_model"  # config-built or warmed-up weights: the adapter's base must exist on disk
-    model.save_pretrained(str(base))
-    tok.save_pretrained(str(base))
-    # TRL builds the KL reference model (full fine-tuning, beta > 0) from config._name_or_path, which a
-    # config-built model leaves empty: point it at the weights just saved (the warmed-up start).
-    model.config._name_or_path = model.name_or_path = str(base.resolve())  # also what PEFT records as the base
-    return model, tok, str(base.resolve())
-
-
-def lora_warmup(cfg: TrainConfig, model: Any, tok: Any, data: Sequence[tuple[TrainingInstance, list[dict[str, str]]]],
-                log: MetricsWriter | None) -> Any:
-    """Wrap ``model`` in a fresh LoRA adapter and train it on the warm-up targets; returns the PeftModel."""
-    from peft import get_peft_model
-
-    from policy.targets import warmup_targets
-    from policy.warmup import format_warmup
-
-    model = get_peft_model(model, cfg.lora.peft_config(getattr(model.config, "num_hidden_layers", None)))
-    target_fn = None
-    groups: list[str] = []  # per-fact examples' state signatures, for sampling: balanced
-    if cfg.warmup.targets == "answer-key":
-        answer, judge = build_answer_model(cfg)
-        cache = BaselineCache()
-        targets = warmup_targets([i for i, _ in data], answer, cache, cfg.warmup)
-        if cfg.warmup.shuffle_copies:  # same decisions, facts elsewhere: position stops carrying the answer
-            from policy.warmup import remap_state, shuffled_instance
-
-            rng = random.Random(f"shuffle:{cfg.seed}")
-            extra, extra_targets = [], []
-            for _ in range(cfg.warmup.shuffle_copies):
-                for (inst, _), (text, r) in zip(data, targets):
-                    moved, amap = shuffled_instance(inst, rng)
-                    msgs = prompt_messages(moved, cfg)
-                    if msgs:
-                        extra.append((moved, msgs))
-                        extra_targets.append((remap_state(text, amap), r))
-            data = [*data, *extra]
-            targets = [*targets, *extra_targets]
-        if is_per_fact(cfg.data.prompt):  # one example per fact: its line of the chosen state, without the handle
-            from policy.perfact import fact_targets
-            from policy.warmup import state_signature
-
-            per_data, per_targets = [], []
-            for (inst, _), (text, r) in zip(data, targets):
-                lines = fact_targets(text, inst.aliases)
-                items = {it.alias: it for it in inst.evidence}
-                for alias, msgs in policy_calls(inst, cfg) or []:
-                    per_data.append((inst, msgs))
-                    per_targets.append((lines[alias or ""], r))
-                    groups.append(state_signature(items[alias or ""]))
-            data, targets = per_data, per_targets
-        target_fn = lambda k, rng: targets[k][0]  # noqa: E731 - the index is the prompt's
-        if log:
-            log.write({"phase": "warmup", "targets": len(targets),
-                       "target_mean_reward": sum(r for _, r in targets) / max(len(targets), 1)})
-    t0 = time.time()
-    losses = format_warmup(model, tok, [p for _, p in data], [i.aliases for i, _ in data], steps=cfg.warmup.steps,
-                           targets="all" if cfg.warmup.targets == "answer-key" else cfg.warmup.targets,
-                           subset_max=cfg.warmup.subset_max, decisions=cfg.warmup.decisions,
-                           lr=cfg.warmup.learning_rate, batch_size=cfg.warmup.batch_size, seed=cfg.seed,
-                           log_every=1, target_fn=target_fn, sampling=cfg.warmup.sampling, groups=groups or None)
-    if log:
-        for row in losses:
-            log.write({"phase": "warmup", **row})
-        log.write({"phase": "warmup", "seconds": time.time() - t0})
-    return model
 
 
 class BestKeeper:
@@ -623,6 +267,13 @@ def main(argv: list[str] | None = None) -> int:
     res = train(load_config(ns.config, ns.overrides))
     print(res.model_dump_json(indent=2))
     return 0
+
+
+__all__ = ["BestKeeper", "PolicyCall", "Run", "StateRewardFn", "TrainResult", "build_answer_model",
+           "build_policy_model", "evaluate_states", "filter_solved", "finish", "heldout_eval", "load_instances",
+           "load_validation", "lora_warmup", "main", "make_callbacks", "pin_determinism", "policy_calls", "prepare",
+           "prompt_messages", "read_instances", "save_policy", "split_validation", "summarize", "synthetic_set",
+           "train", "write_sidecars"]
 
 
 if __name__ == "__main__":
