@@ -79,6 +79,9 @@ class ReaderTuneConfig(BaseModel):
     prompt: str = Field(default="reader", description="Answer prompt (policy/answer_prompts); the reader is used "
                         "with this one only.")
     eval_every: int = Field(default=20, ge=1)
+    paired: bool = Field(default=False, description="Draw a state condition together with its swapped twin on the "
+                         "same instance (oracle+wrong, oracle_rules+wrong_rules) in one step, so the evidence "
+                         "cancels out of the gradient and only the state lines tell the targets apart.")
     num_threads: int = 2
     tiny_model: bool = Field(default=False, description="A random 2-layer model with the SmolLM2 tokenizer "
                              "(smoke tests only: seconds, meaningless scores).")
@@ -218,6 +221,22 @@ def option_logprobs_grad(reader: LMReader, inst: TrainingInstance, shown: Reason
     return torch.stack(scores)
 
 
+TWIN = {"oracle": "wrong", "wrong": "oracle", "oracle_rules": "wrong_rules", "wrong_rules": "oracle_rules"}
+
+
+def draw_batch(train: Sequence[TrainingInstance], conds: Sequence[str], wts: Sequence[float], n: int,
+               rng: random.Random, paired: bool = False) -> list[tuple[TrainingInstance, str]]:
+    """``n`` (instance, condition) samples; ``paired``: a drawn oracle/wrong condition brings its twin on the
+    same instance (the pair counts as two of the ``n``; the last one may be cut to keep ``n``)."""
+    out: list[tuple[TrainingInstance, str]] = []
+    while len(out) < n:
+        inst, cond = rng.choice(train), rng.choices(list(conds), list(wts))[0]
+        out.append((inst, cond))
+        if paired and cond in TWIN and len(out) < n:
+            out.append((inst, TWIN[cond]))
+    return out
+
+
 def target_index(inst: TrainingInstance, right: bool) -> int:
     assert inst.choices
     norm = [c.strip().lower() for c in inst.choices]
@@ -306,17 +325,17 @@ def train_reader(cfg: ReaderTuneConfig, command: str = "") -> ReaderTuneResult:
     model.save_pretrained(str(out / "best"))
     for step in range(1, cfg.steps + 1):
         opt.zero_grad()
-        total = 0.0
-        for _ in range(cfg.batch):
-            inst = rng.choice(train)
-            cond = rng.choices(conds, wts)[0]
+        total, per = 0.0, []
+        for inst, cond in draw_batch(train, conds, wts, cfg.batch, rng, cfg.paired):
             shown, right = condition_state(inst, cond)
             lps = option_logprobs_grad(reader, inst, shown)
             loss = -torch.log_softmax(lps, 0)[target_index(inst, right)] / cfg.batch
             loss.backward()
             total += float(loss.detach())
+            per.append([cond, round(float(loss.detach()) * cfg.batch, 4)])
         opt.step()
-        log.write(json.dumps({"step": step, "loss": round(total, 4), "seconds": round(time.time() - t0, 1)}) + "\n")
+        log.write(json.dumps({"step": step, "loss": round(total, 4), "samples": per,
+                              "seconds": round(time.time() - t0, 1)}) + "\n")
         log.flush()
         if step % cfg.eval_every == 0 or step == cfg.steps:
             v = validate(reader, val)
@@ -344,6 +363,6 @@ def train_reader(cfg: ReaderTuneConfig, command: str = "") -> ReaderTuneResult:
                             seconds=round(time.time() - t0, 1), artefact=art)
 
 
-__all__ = ["CONDITIONS", "ReaderTuneConfig", "ReaderTuneResult", "condition_state", "option_logprobs_grad", "oracle_state",
+__all__ = ["CONDITIONS", "TWIN", "ReaderTuneConfig", "ReaderTuneResult", "condition_state", "draw_batch", "option_logprobs_grad", "oracle_state",
            "split_val", "target_index", "validate",
            "train_reader"]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from policy.reader_tune import (CONDITIONS, ReaderTuneConfig, condition_state, oracle_state, split_val,
-                                target_index, train_reader)
+from policy.reader_tune import (CONDITIONS, TWIN, ReaderTuneConfig, condition_state, draw_batch, oracle_state,
+                                split_val, target_index, train_reader)
 from policy.state import parse_state
 from training_data.base import TrainingInstance
 from training_data.neutral import NeutralSource
@@ -51,6 +51,31 @@ def test_every_condition_builds_and_only_wrong_ones_target_the_wrong_option(neut
     train, val = split_val(neutral, 0.3)
     assert val and train and not {i.instance_id for i in train} & {i.instance_id for i in val}
     assert split_val(neutral, 0.3) == (train, val)  # by id hash, not by order or chance
+
+
+def test_paired_batches_bring_each_state_with_its_swapped_twin_on_the_same_instance(
+        neutral: list[TrainingInstance]) -> None:
+    """paired: the evidence is the same within a pair and the targets differ, so only the state lines can
+    lower the pair's loss; unpaired draws are what they were (same rng order)."""
+    import random
+
+    conds, wts = list(CONDITIONS), [1.0] * len(CONDITIONS)
+    batch = draw_batch(neutral, conds, wts, 40, random.Random(1), paired=True)
+    assert len(batch) == 40
+    pairs, k = 0, 0
+    while k < len(batch) - 1:  # walk the batch unit by unit: a single, or a condition and its twin
+        inst, cond = batch[k]
+        if cond not in TWIN:
+            k += 1
+            continue
+        twin_inst, twin = batch[k + 1]
+        assert twin_inst is inst and twin == TWIN[cond]
+        assert condition_state(inst, cond)[1] != condition_state(inst, twin)[1]  # one right, one wrong target
+        pairs, k = pairs + 1, k + 2
+    assert pairs >= 5
+    rng, ref = random.Random(2), random.Random(2)
+    plain = draw_batch(neutral, conds, wts, 6, rng)
+    assert plain == [(ref.choice(neutral), ref.choices(conds, wts)[0]) for _ in range(6)]
 
 
 def _write(rows: list[TrainingInstance], path: Path) -> Path:
