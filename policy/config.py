@@ -298,7 +298,12 @@ def load_preset(name: str, model: type[M], overrides: list[str] | None = None, f
     """A typed config from a preset name or YAML path, with ``KEY=VALUE`` overrides (dotted keys) applied:
     the one loader behind train-policy, train-relations and train-reader."""
     data = yaml.safe_load(preset_path(name, family).read_text()) or {}
-    return model.model_validate(apply_overrides(data, list(overrides or [])))
+    if not overrides:
+        return model.model_validate(data)
+    # Overrides apply to the validated preset with its defaults filled in, so ``weights.wrong=0`` changes
+    # one entry of a default dict instead of replacing the whole dict with ``{"wrong": 0}``.
+    full = model.model_validate(data).model_dump(mode="python", by_alias=True)
+    return model.model_validate(apply_overrides(full, list(overrides)))
 
 
 def parse_override(item: str) -> tuple[list[str], Any]:

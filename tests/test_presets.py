@@ -39,3 +39,16 @@ def test_the_shipped_adapter_names_a_preset_at_the_top() -> None:
 def test_an_unknown_preset_names_the_known_ones_including_experiments() -> None:
     with pytest.raises(FileNotFoundError, match="grpo-cpu-smollm2-read"):
         preset_path("no-such-preset")
+
+
+def test_a_dotted_override_changes_one_entry_of_a_default_dict() -> None:
+    """``weights.wrong=0`` once replaced the whole default ``weights`` dict with ``{"wrong": 0}``, so a run
+    meant to drop one condition trained on that condition alone (found in the reader training of issue 48)."""
+    from policy.config import load_preset
+    from policy.reader_tune import CONDITIONS, ReaderTuneConfig
+
+    cfg = load_preset("reader-smollm2", ReaderTuneConfig, ["weights.wrong=0", "steps=3"], family="reader")
+    assert cfg.steps == 3
+    assert cfg.weights["wrong"] == 0
+    assert set(cfg.weights) == set(CONDITIONS)
+    assert all(cfg.weights[c] > 0 for c in CONDITIONS if c != "wrong")
