@@ -64,3 +64,35 @@ def test_warm_users_builds_every_index_before_the_first_request(tmp_path: Path) 
         cold.close()
         warm.close()
         store.close()
+
+
+def test_build_deps_warms_the_route_indexes_only_when_warm_at_start(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The wiring of ``evomem serve``: ``serving.server.build_deps`` calls ``warm_users`` on the memory's route
+    cache when ``ApiSettings.warm_at_start`` is on, and not when it is off. Model loading is stubbed out
+    (this tests the wiring only; the warm-up itself is tested above)."""
+    from memcore.memory import Memory
+    from serving import server
+    from serving.api import ApiSettings
+
+    store = _store(tmp_path, ["ann"])
+    calls: list[str] = []
+
+    class Routes:
+        def warm_users(self, s: object) -> list[object]:
+            calls.append("warm")
+            return []
+
+    class FakeMemory:
+        def __init__(self) -> None:
+            self.store, self.routes = store, Routes()
+
+        def close(self) -> None:
+            pass
+
+    monkeypatch.setattr(Memory, "from_settings", classmethod(lambda cls, *a, **k: FakeMemory()))
+    monkeypatch.setattr(server, "build_models", lambda models, pipeline: (None, None))
+    monkeypatch.setattr(server, "AnswerPipeline", lambda *a, **k: None)
+    for on, want in ((True, ["warm"]), (False, [])):
+        calls.clear()
+        server.build_deps(None, None, None, ApiSettings(warm_at_start=on), ingest=None)  # type: ignore[arg-type]
+        assert calls == want
