@@ -384,7 +384,7 @@ class OfflineExtractor:
             cands = [sp for sp in spans if len(content_words(text[sp[0]:sp[1]])) >= 3]
             picked = sorted(cands, key=lambda sp: -(sp[1] - sp[0]))[:1]
         picked = picked[: self.cfg.max_facts_per_turn]
-        turn_scope = scopes_in(" ".join(text[a:b] for a, b in picked)) if holder == "user" else []
+        turn_scope = scopes_in(" ".join(text[a:b] for a, b in picked), turn=True) if holder == "user" else []
         prev_cue: str | None = None  # a change cue carries over to the next stative sentence, then stops
         out: list[CandidateFact] = []
         for n, (s, e) in enumerate(picked):

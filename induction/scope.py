@@ -180,8 +180,11 @@ def _domains(text: str) -> list[tuple[int, str]]:
     return [(m.start(), m.group(0)) for m in DOMAIN.finditer(text)]
 
 
-def scopes_in(text: str, limit: int = 2) -> list[str]:
-    """Distinct scope phrases of ``text``, in the order said.
+def scopes_in(text: str, limit: int = 2, turn: bool = False) -> list[str]:
+    """Distinct scope phrases of ``text``, in the order said. ``turn``: the phrases that may scope the other
+    statements of a turn, which leaves out the adjuncts that attach to their own clause — "while" + what one
+    is doing and "except …" ("I can just listen while commuting" restricts the listening, not "I switched to
+    podcasts" said before it).
 
     >>> scopes_in("When I design something for myself, I usually remove elements.")
     ['when I design something for myself']
@@ -192,7 +195,8 @@ def scopes_in(text: str, limit: int = 2) -> list[str]:
     """
     t = text.translate(_TYPO)
     found = (_conditions(t) + _framed(t) + _domains(t) + [(m.start(), m.group(0)) for m in SETTING.finditer(t)]
-             + [(m.start(), m.group(0)) for m in (*EXCEPT.finditer(t), *WHILE.finditer(t), *ELLIPTIC.finditer(t))])
+             + [(m.start(), m.group(0)) for m in (*(() if turn else (*EXCEPT.finditer(t), *WHILE.finditer(t))),
+                                                   *ELLIPTIC.finditer(t))])
     found.sort(key=lambda x: (x[0], -len(x[1])))
     out: list[str] = []
     spans: list[tuple[int, int]] = []

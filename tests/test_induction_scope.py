@@ -178,3 +178,15 @@ def test_a_scoped_fact_is_retrieved_out_of_scope_and_rendered_with_it(embedded_m
     item = next(i for i in b.items if "aisle seats" in i.fact.statement)
     assert item.state.scope == "on work trips"
     assert "[only on work trips]" in render_context(b).text
+
+
+def test_a_clause_attached_adjunct_scopes_its_own_sentence_not_the_turn() -> None:
+    """Class: "while" + what one is doing, and "except …", attach to their own clause; a turn-level scope (for
+    the turn's other statements) leaves them out. Sentences from no benchmark."""
+    from induction.scope import scopes_in
+
+    text = "I've switched to audiobooks. I listen while walking the dog, which is great."
+    assert scopes_in(text) == ["while walking the dog"]
+    assert scopes_in(text, turn=True) == []
+    assert scopes_in("I eat meat, except at my grandma's.", turn=True) == []
+    assert scopes_in("At work, I only drink tea.", turn=True) == ["at work"]
