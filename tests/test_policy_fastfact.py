@@ -29,7 +29,7 @@ def test_fast_path_makes_the_shipped_adapters_decisions_on_the_ship_gate(tmp_pat
     """The example history's five requests (MiniLM store, k=4, as `make demo` and `evomem ship-policy`): the
     batched path writes exactly the lines greedy generation writes, and both pass the gate (policy/needs.py);
     serving's LocalLearnedPolicy.state takes the fast path and gives the same state."""
-    from evomem.examples import history_batches, load_history
+    from evomem.examples import load_fixture, load_history
     from evomem.settings import Settings
     from memcore.memory import Memory
     from policy.fastfact import FastFactPolicy
@@ -42,8 +42,7 @@ def test_fast_path_makes_the_shipped_adapters_decisions_on_the_ship_gate(tmp_pat
     fast = FastFactPolicy(pol)
     mem = Memory.from_settings(Settings.from_env({}, store={"path": str(tmp_path / "s")}))
     history = load_history()
-    for b in history_batches(history):
-        mem.apply(b.model_copy(update={"session_hash": b.session_id}))
+    load_fixture(mem, history)
     for req in history["requests"]:
         bundle = mem.retrieve(req["user_id"], req["request"], k=4)
         aliases = [it.alias for it in bundle.items]

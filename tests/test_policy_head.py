@@ -122,7 +122,7 @@ def test_the_shipped_head_loads_offline_and_makes_the_adapters_decisions_on_a_fi
 def test_the_shipped_head_passes_the_ship_gate(tmp_path: Path) -> None:
     """The example history's five requests (MiniLM store, k=4, as `make demo` and `evomem ship-policy`): the
     head's states miss nothing the requests need (policy/needs.py), as the adapter's do."""
-    from evomem.examples import history_batches, load_history
+    from evomem.examples import load_fixture, load_history
     from evomem.settings import Settings
     from memcore.memory import Memory
     from policy.needs import StateNeeds
@@ -130,8 +130,7 @@ def test_the_shipped_head_passes_the_ship_gate(tmp_path: Path) -> None:
     pol = _shipped_head()
     mem = Memory.from_settings(Settings.from_env({}, store={"path": str(tmp_path / "s")}))
     history = load_history()
-    for b in history_batches(history):
-        mem.apply(b.model_copy(update={"session_hash": b.session_id}))
+    load_fixture(mem, history)
     for req in history["requests"]:
         bundle = mem.retrieve(req["user_id"], req["request"], k=4)
         needs = StateNeeds.model_validate(req["needs"])
