@@ -2,6 +2,8 @@
 
     python bench/policy_retrieved.py --data runs/policy-retrieved
     python bench/policy_retrieved.py --data runs/policy-retrieved --checkpoint runs/grpo-cpu-smollm2/best
+    python bench/policy_retrieved.py --data runs/gate --config grpo-cpu-smollm2-fact-holder --no-answer-key \
+        --head --learned-states runs/gate/adapter-states.jsonl      # head vs the adapter on the same rows
 
 Reads ``heldout.jsonl`` written by ``evomem build-instances`` (training_data/retrieved.py: the fixed
 MemSyco split, never trained on) and scores every policy with the frozen reader the training config
@@ -12,7 +14,11 @@ names (reader-v2 by default: ``answer.reader_ignored_weight``), per MemSyco task
 - answer-key best the best of policy/targets.py's candidate states picked *with the answer key* — an
                   upper bound on what a state from that family can earn, not a policy;
 - learned         (with --checkpoint) greedy states of the checkpoint; states that do not parse fall back
-                  to the rule baseline (as serving does) and are counted; latency p50 per request.
+                  to the rule baseline (as serving does) and are counted; latency p50 per request. Or (with
+                  --learned-states) states written elsewhere, e.g. the shipped adapter's serving path, one JSON
+                  row per instance (instance_id, state, optional ms);
+- head            (with --head) the distilled head (policy/head.py); with --learned-states also head − learned,
+                  paired, accuracy and reward, and how many rows get the same state.
 
 Prints one JSON summary: accuracy and reward per policy and family, parse rate, paired bootstrap CIs of
 learned − rule and rule − no state (accuracy, resampling rows), latencies.
@@ -44,6 +50,13 @@ def _table(scores: dict[str, list[float]], fams: Sequence[str]) -> dict[str, dic
         out[name] = {"all": round(sum(vals) / max(len(vals), 1), 4),
                      **{f: round(sum(v) / len(v), 4) for f, v in sorted(by.items())}}
     return out
+
+
+def _paired(a: Sequence[float], b: Sequence[float]) -> dict[str, Any]:
+    """Mean of a − b over the same rows and its paired bootstrap 95 % CI (rows resampled)."""
+    from evaluation.metrics import paired_bootstrap_ci
+
+    return {"mean": round((sum(a) - sum(b)) / max(len(a), 1), 4), "ci95": paired_bootstrap_ci(a, b)}
 
 
 def reads_summary(insts: Sequence[Any], fams: Sequence[str], raw: Sequence[str], parsed: Sequence[bool],
@@ -159,21 +172,31 @@ def main(argv: list[str] | None = None) -> int:
         acc["head"] = [b.score_with or 0.0 for b in bds]
         rew["head"] = [b.reward or 0.0 for b in bds]
         summary["latency_ms_p50"]["head"] = round(statistics.median(head_ms), 1)
-        diff = [a - b for a, b in zip(acc["head"], acc["rule"])]
-        summary["ci_head_minus_rule"] = {"mean": round(sum(diff) / max(len(diff), 1), 4), "ci95": bootstrap_ci(diff)}
+        summary["ci_head_minus_rule"] = _paired(acc["head"], acc["rule"])
         summary["head_states"] = [{"id": i.instance_id, "text": t} for i, t in zip(insts, head_texts)]
     if ns.learned_states:
-        given = {r["instance_id"]: r["state"] for r in map(json.loads, Path(ns.learned_states).read_text().splitlines())}
-        insts_l = [i for i in insts if i.instance_id in given]
-        if len(insts_l) != len(insts):
-            raise SystemExit(f"--learned-states has {len(insts_l)} of the {len(insts)} rows")
-        bds = [state_reward(given[i.instance_id], i, answer, cache, cfg.reward, judge=judge) for i in insts]
+        rows = [json.loads(x) for x in Path(ns.learned_states).read_text().splitlines() if x.strip()]
+        given = {r["instance_id"]: r for r in rows}
+        missing = [i.instance_id for i in insts if i.instance_id not in given]
+        if missing:
+            raise SystemExit(f"--learned-states lacks {len(missing)} of the {len(insts)} rows, e.g. {missing[0]}")
+        bds = [state_reward(given[i.instance_id]["state"], i, answer, cache, cfg.reward, judge=judge) for i in insts]
         acc["learned"] = [b.score_with or 0.0 for b in bds]
         rew["learned"] = [b.reward or 0.0 for b in bds]
+        summary["learned_states"] = ns.learned_states
+        given_ms = [float(given[i.instance_id]["ms"]) for i in insts if "ms" in given[i.instance_id]]
+        if given_ms:  # timed where the states were written (e.g. the adapter's serving path, one request at a time)
+            summary["latency_ms_p50"]["learned"] = round(statistics.median(given_ms), 1)
+        summary["ci_learned_minus_rule"] = _paired(acc["learned"], acc["rule"])
         if "head" in acc:
-            diff = [a - b for a, b in zip(acc["head"], acc["learned"])]
-            summary["ci_head_minus_learned"] = {"mean": round(sum(diff) / max(len(diff), 1), 4),
-                                                "ci95": bootstrap_ci(diff)}
+            summary["ci_head_minus_learned"] = _paired(acc["head"], acc["learned"])
+            summary["ci_head_minus_learned_reward"] = _paired(rew["head"], rew["learned"])
+            pairs = [(parse_state(h, i.aliases).facts, parse_state(given[i.instance_id]["state"], i.aliases).facts)
+                     for h, i in zip(head_texts, insts)]
+            summary["head_vs_learned"] = {
+                "same_state_rows": sum(a == b for a, b in pairs),
+                "same_line_facts": [sum(x == y for a, b in pairs for x, y in zip(a, b)), sum(len(b) for _, b in pairs)],
+                "same_use_facts": sum(x.use == y.use for a, b in pairs for x, y in zip(a, b))}
     elif ns.checkpoint:
         from policy.learned import LocalLearnedPolicy
 
@@ -224,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     if ns.out:
         Path(ns.out).mkdir(parents=True, exist_ok=True)
         Path(ns.out, "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    print(json.dumps({k: v for k, v in summary.items() if k != "states"}, indent=2))  # states: in --out only
+    print(json.dumps({k: v for k, v in summary.items() if k not in ("states", "head_states")}, indent=2))  # in --out
     return 0
 
 
