@@ -18,6 +18,8 @@ oracle > evidence > none and oracle > wrong:
     python bench/policy_reader.py --data runs/neutral/heldout-bench.jsonl --per-family 2 \
         --reader policy/artefact/smollm2-reader-v1 --conditions none,evidence,rule,oracle,wrong --out runs/r.jsonl
 
+The MiniLM cross-encoder reader (``policy/xreader.py``) with ``--xreader FOLDER`` (seconds for 267 rows).
+
 Rows already in ``--out`` are skipped, so a run can be resumed (the box is shared).
 """
 
@@ -30,6 +32,7 @@ import sys
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -47,6 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reader", default=None, help="A fine-tuned reader adapter (evomem train-reader, e.g. "
                     "policy/artefact/smollm2-reader-v1); default: the base SmolLM2. Conditions oracle / wrong "
                     "(policy.reader_tune.oracle_state: right roles / the two sides swapped) need neutral instances.")
+    ap.add_argument("--xreader", default=None, help="The MiniLM cross-encoder reader (policy/xreader.py, e.g. "
+                    "policy/artefact/xreader-minilm-v1) instead of an LM reader; its scores go in the lm/* columns.")
     ap.add_argument("--prompt", default=None, help="Answer prompt of the base reader (default memsyco; a fine-tuned "
                     "reader uses the one its manifest names).")
     ap.add_argument("--summary-only", action="store_true", help="Only print the summary of --out.")
@@ -88,7 +93,12 @@ def run(ns: argparse.Namespace, out: Path) -> None:
                 d = json.loads(x)
                 states[d["instance_id"]] = d["state"]
     done = {json.loads(x)["instance_id"] for x in out.read_text().splitlines() if x.strip()} if out.is_file() else set()
-    if ns.reader:
+    reader: Any
+    if ns.xreader:
+        from policy.xreader import XReader
+
+        reader = XReader.load(ns.xreader)
+    elif ns.reader:
         reader = LMReader.finetuned(ns.reader, **({"evidence_budget": ns.evidence_budget} if ns.evidence_budget else {}))
     else:
         reader = LMReader.smollm2(evidence_budget=ns.evidence_budget or EVIDENCE_BUDGET, prompt=ns.prompt or "memsyco")
@@ -127,6 +137,8 @@ def run(ns: argparse.Namespace, out: Path) -> None:
             else:
                 rec[f"lm/{name}/graded"] = reader.graded(inst, cond)  # type: ignore[arg-type]
         rec["seconds"] = round(time.time() - t0, 1)
+        if ns.xreader:
+            rec["truncated_so_far"] = reader.truncated
         with out.open("a") as fh:
             fh.write(json.dumps(rec) + "\n")
         print(json.dumps(rec), flush=True)

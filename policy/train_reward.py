@@ -24,6 +24,10 @@ def build_answer_model(cfg: TrainConfig) -> tuple[AnswerModel, Judge | None]:
         from policy.lmreader import LMAnswerModel, LMReader
 
         if cfg.answer.reader_adapter:
+            from policy.xreader import XAnswerModel, XReader, is_xreader
+
+            if is_xreader(cfg.answer.reader_adapter):  # the MiniLM cross-encoder reader (policy/xreader.py)
+                return XAnswerModel(XReader.load(cfg.answer.reader_adapter)), None
             return LMAnswerModel(LMReader.finetuned(cfg.answer.reader_adapter)), None
         return LMAnswerModel(LMReader.smollm2()), None
     from llmclients.factory import make_chat_model
