@@ -139,9 +139,22 @@ _AL_NOUNS = frozenset("animal animals festival festivals journal journals hospit
                       "carnival medal medals goal goals pedal petal petals canal".split())
 
 
+# Participial adjectives of evaluation and effect ("it was so rewarding", "a relaxing walk"): -ing words that say
+# what something was like, never what it is. Without them the gerund rule (an -ing word outside the common verbs
+# names an activity, see ``_head_noun``) reads them as activities: "nature and rewarding".
+_ING_ADJ = frozenset("rewarding fulfilling satisfying relaxing refreshing calming soothing comforting uplifting "
+                     "inspiring encouraging interesting fascinating intriguing captivating exciting thrilling "
+                     "amazing stunning astonishing surprising breathtaking heartwarming touching moving humbling "
+                     "challenging demanding exhausting tiring overwhelming daunting terrifying frightening scary "
+                     "boring annoying frustrating disappointing depressing upsetting worrying confusing embarrassing "
+                     "charming appealing promising outstanding striking pleasing enriching empowering liberating "
+                     "rejuvenating invigorating energizing entertaining engaging amusing exhilarating eye-opening "
+                     "life-changing mind-blowing awe-inspiring heartbreaking nerve-wracking".split())
+
+
 def adjective(w: str) -> bool:
-    """A word that describes rather than names (a heuristic: a short list and the adjective endings)."""
-    if w in _ADJ or (w.endswith("al") and w not in _AL_NOUNS):
+    """A word that describes rather than names (a heuristic: short lists and the adjective endings)."""
+    if w in _ADJ or w in _ING_ADJ or (w.endswith("al") and w not in _AL_NOUNS):
         return True
     if "-" in w:
         return w.endswith(("ing", "ed", "ful", "ive", "-free", "-friendly", "-like"))
@@ -362,10 +375,44 @@ class Namer:
         alt = _most_held(held) if ranked else ""  # nothing characteristic at all: no name from mere frequency
         if alt and _cover(alt, held) >= max(need, 2):
             return _compound(alt, held)
-        return SMALL_TALK if talk else ""
+        # members that name their topic only by a proper noun ("Toby needs time", "Toby chewed my shoe"): a pet,
+        # a child, a town; its name is what they share. A speaker's name never is (removed in ``self.ok``).
+        refs = [self.referents(t) for t in members]
+        shared = _most_held(refs, lambda w: True)
+        if shared and _cover(shared, refs) >= max(need, 2):
+            return shared.capitalize()
+        # talk is what says nothing of anything: members that refer to someone by "he", "she", "they" or a proper
+        # noun (their topic said elsewhere in the conversation) are not small talk, and nothing names them here
+        phatic = sum(1 for h, r in zip(held, refs) if not h and not r)
+        return SMALL_TALK if talk and phatic >= _TALK * n else ""
+
+    def holds(self, name: str, members: Sequence[str]) -> float:
+        """The share of ``members`` that hold one of the name's terms (a proper-noun name: that noun);
+        1.0 for small talk and for no name, which no term can cover."""
+        if not name or name == SMALL_TALK or not members:
+            return 1.0
+        parts = set(name.lower().split(" and "))
+        return sum(1 for t in members if (self.terms_of(t) | self.referents(t)) & parts) / len(members)
+
+    def referents(self, text: str) -> frozenset[str]:
+        """The text's ways of referring to a third party without a content term: third-person personal pronouns
+        (as "them") and proper nouns that are not the user's names nor calendar words."""
+        out = set()
+        for words in _chunks(text):
+            for w in words:
+                if w in _THIRD:
+                    out.add("them")
+                elif (w in self.proper and len(w) >= 3 and "'" not in w and w not in _CALENDAR and w not in FUNCTION
+                      and w not in PRONOUNS and w not in STOP and not _is_name(w, self.names)):
+                    out.add(w)
+        return frozenset(out)
 
 
 _RERANK = 8
+_THIRD = frozenset("he him his she her hers they them their theirs".split())
+_CALENDAR = frozenset("monday tuesday wednesday thursday friday saturday sunday january february march april may june "
+                      "july august september october november december christmas easter halloween thanksgiving "
+                      "week weekend".split())
 _COVER = 1 / 3  # a name is what the members share: at least a third of them hold one of its terms
 _TALK = 0.5  # ... else, when half of them hold no content term, they are small talk
 SMALL_TALK = "small talk"
@@ -403,9 +450,10 @@ def _cover(name: str, held: Sequence[frozenset[str]]) -> int:
     return sum(1 for h in held if h & parts)
 
 
-def _most_held(held: Sequence[frozenset[str]]) -> str:
-    """The single word that can head a name and that most members hold (ties: alphabetical)."""
-    df = Counter(w for h in held for w in h if " " not in w and _head_noun(w))
+def _most_held(held: Sequence[frozenset[str]], head: Callable[[str], bool] = _head_noun) -> str:
+    """The single word that can head a name and that most members hold (ties: alphabetical; "them", a pronoun's
+    mark, never: it names no one)."""
+    df = Counter(w for h in held for w in h if " " not in w and w != "them" and head(w))
     return min(df, key=lambda w: (-df[w], w)) if df else ""
 
 
@@ -449,5 +497,7 @@ def concept_description(name: str, members: Sequence[str], central: str | None =
     return line
 
 
-__all__ = ["FORMULA", "MOOD", "PARTITIVE", "PERSON", "PRONOUNS", "SMALL_TALK", "VERBS", "WHEN", "Embed", "Namer", "ProperCounts",
+COVER = _COVER
+
+__all__ = ["COVER", "FORMULA", "MOOD", "PARTITIVE", "PERSON", "PRONOUNS", "SMALL_TALK", "VERBS", "WHEN", "Embed", "Namer", "ProperCounts",
            "concept_description", "concept_name", "proper_nouns", "scored_terms", "terms"]

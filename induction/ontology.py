@@ -29,7 +29,7 @@ from induction.concept_state import INDUCED, ConceptStateCache, Stored, base_sta
 from induction.concept_state import State as _State
 from induction.concepts import ConceptInductionConfig, leader_kmeans, split_halves
 from induction.config import LivingConceptsConfig
-from induction.naming import Embed
+from induction.naming import COVER, Embed
 
 
 def anchor_of(concept_id: str) -> str:
@@ -167,8 +167,8 @@ def _renames(st: _State, cfg: LivingConceptsConfig, touched: set[str], skip: set
             continue
         old = st.snap.concepts[c].name if c in st.snap.concepts else ""
         top = {w for w, _ in st.ranked(fids)[: cfg.rename_top]}
-        if old and any(t in top for t in old.split(" and ")):
-            continue  # the name still says what the members share
+        if old and any(t in top for t in old.split(" and ")) and st.namer.holds(old, [st.text[f] for f in fids]) >= COVER:
+            continue  # the name still says what the members share (and a third of them still hold it)
         name, desc = st.name(fids)
         if name and name != old:
             out.append(RenameConcept(concept_id=c, name=name, description=desc))

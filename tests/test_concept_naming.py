@@ -291,3 +291,80 @@ def test_more_words_that_never_head_a_name(text: str, never: set[str]) -> None:
 
     got = set(terms(text, frozenset(), frozenset()))
     assert not {t for t in got if t.split()[-1] in never and _head_noun(t.split()[-1])}, got
+
+
+# ---------------------------------------------------------------- issue 46, classes of the seed-4612 audit
+# Sentences written for these tests (no benchmark sentence).
+def _corpus() -> list[str]:
+    return [t for m, _, _ in TABLE for t in m] + CORPUS
+
+
+def test_a_participial_adjective_of_evaluation_never_heads_a_name() -> None:
+    """Class: an -ing adjective ('rewarding', 'relaxing') read as a gerund naming an activity."""
+    members = ["Tomas: the greenhouse is so rewarding", "Tomas: watering the greenhouse was rewarding",
+               "Tomas: my greenhouse is relaxing", "Tomas: rewarding to see the greenhouse fill up",
+               "Tomas: relaxing afternoons in the greenhouse"]
+    name = concept_name(members, _corpus() + members, SPEAKERS)
+    words = set(name.replace(" and ", " ").split())
+    assert "greenhouse" in words and not words & {"rewarding", "relaxing"}, name
+    assert not set(terms("it was so rewarding and relaxing", frozenset(), frozenset())) - {"rewarding", "relaxing"}
+
+
+def test_members_that_share_only_a_third_party_s_proper_name_are_named_by_it() -> None:
+    """Class: a topic (a pet, a child) referred to only by its proper name was called 'small talk'."""
+    members = ["Priya: Biscuit chewed my slipper again", "Priya: Biscuit is still so young",
+               "Priya: Biscuit needs time to settle", "Priya: I hope Biscuit sleeps tonight",
+               "Priya: thanks so much!", "Priya: haha that's hilarious"]
+    corpus = _corpus() + members + ["Priya: Biscuit barked at the postman", "Tomas: how is Biscuit doing?"]
+    assert concept_name(members, corpus, SPEAKERS) == "Biscuit"
+    # a speaker's name never names them, however often it is said
+    said = ["Tomas: Priya, you did it!", "Tomas: so proud, Priya", "Tomas: Priya, thanks so much", "Tomas: wow Priya"]
+    assert "priya" not in concept_name(said, _corpus() + said, SPEAKERS).lower()
+
+
+def test_members_that_refer_to_someone_by_pronoun_are_not_small_talk() -> None:
+    """Class: a topic said by 'they' / 'she' (named elsewhere in the conversation) was called 'small talk';
+    nothing in the members names it, so they get no name (and ingestion makes no concept of them)."""
+    members = ["Tomas: they make every morning better", "Tomas: she has been with us for years",
+               "Tomas: they are always waiting at the door", "Tomas: I can't imagine life without them",
+               "Tomas: thanks so much!"]
+    assert concept_name(members, _corpus() + members, SPEAKERS) == ""
+    phatic = ["Tomas: thanks so much!", "Tomas: haha that's hilarious", "Tomas: see you soon",
+              "Tomas: wow, so proud of you", "Tomas: they said hi"]
+    assert concept_name(phatic, _corpus() + phatic, SPEAKERS) == SMALL_TALK
+
+
+def test_holds_is_the_share_of_members_that_hold_the_name() -> None:
+    """Class: a name held by one member in three (a concept named at creation whose later members do not
+    share it): ``holds`` measures it, and the rename step asks for COVER."""
+    from induction.naming import COVER, Namer
+
+    namer = Namer(SPEAKERS, proper_nouns(_corpus()))
+    members = ["the kitchen tiles arrived", "my violin teacher called", "the greyhound sleeps all day",
+               "the kitchen needs paint", "the food bank needs drivers", "the thesis draft is late"]
+    assert namer.holds("kitchen", members) == pytest.approx(2 / 6)
+    assert namer.holds("violin and greyhound", members) == pytest.approx(2 / 6)
+    assert namer.holds("thesis", members) < COVER <= namer.holds("kitchen", members)
+    assert namer.holds(SMALL_TALK, members) == 1.0
+
+
+def test_a_concept_whose_name_most_new_members_do_not_hold_is_renamed() -> None:
+    first = [_attach(f"k{i}", t, _vec(0, i)) for i, t in enumerate(KNIT)]
+    first += [_attach(f"c{i}", t, _vec(8, i)) for i, t in enumerate(CHESS)]
+    # the same direction, most of them without "scarf" or "knit" ("scarf" still among the top terms: one more
+    # member says it, and the user's other facts never do), so the old name covers under a third of them
+    more = ["my sister loves the soft wool", "wool socks on sale", "a basket of wool socks", "the wool shop downtown",
+            "a scarf for the winter market", "wool socks for hiking", "socks from the wool shop", "merino socks online",
+            "wool and cotton socks", "the wool market was busy"]
+    snap, outs = _grow([first, [_attach(f"m{i}", t, _vec(0, i % 3)) for i, t in enumerate(more)]])
+    ren = [e for e in outs[1] if isinstance(e, RenameConcept)]
+    assert [e.name for e in ren] == ["wool and socks"], outs[1]
+    # the same session with the cover check off (COVER 0): "scarf" is still a top term, so no RENAME
+    import induction.ontology as ontology
+
+    old, ontology.COVER = ontology.COVER, 0.0
+    try:
+        _, off = _grow([first, [_attach(f"m{i}", t, _vec(0, i % 3)) for i, t in enumerate(more)]])
+    finally:
+        ontology.COVER = old
+    assert not [e for e in off[1] if isinstance(e, RenameConcept)]
