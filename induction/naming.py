@@ -381,10 +381,12 @@ class Namer:
         shared = _most_held(refs, lambda w: True)
         if shared and _cover(shared, refs) >= max(need, 2):
             return shared.capitalize()
-        # talk is what says nothing of anything: members that refer to someone by "he", "she", "they" or a proper
-        # noun (their topic said elsewhere in the conversation) are not small talk, and nothing names them here
+        # talk is what says nothing of anything: when more of the members without a content term refer to someone
+        # by "he", "she", "they" or a proper noun (their topic said elsewhere in the conversation) than say nothing
+        # of anyone, they are about someone, not small talk, and nothing in them names whom
+        referring = sum(1 for h, r in zip(held, refs) if not h and r)
         phatic = sum(1 for h, r in zip(held, refs) if not h and not r)
-        return SMALL_TALK if talk and phatic >= _TALK * n else ""
+        return SMALL_TALK if talk and phatic >= referring else ""
 
     def holds(self, name: str, members: Sequence[str]) -> float:
         """The share of ``members`` that hold one of the name's terms (a proper-noun name: that noun);
