@@ -113,6 +113,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--learned-states", default=None, help="Score these states (JSONL of instance_id/state, e.g. "
                     "bench/policy_fast.py --states-out: the shipped adapter's greedy lines) as 'learned' instead "
                     "of generating with --checkpoint.")
+    ap.add_argument("--only-stated", action="store_true", help="Score only the rows --learned-states has (every "
+                    "policy on the same rows).")
     ap.add_argument("--no-answer-key", action="store_true", help="Skip the answer-key best row (the costliest).")
     ns = ap.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -135,6 +137,11 @@ def main(argv: list[str] | None = None) -> int:
             if seen[fam] <= ns.per_family:
                 keep.append(i)
         insts = keep
+    if ns.only_stated:  # a run of bench/policy_gate_data.py adapter-states cut short: the rows it has, all policies
+        if not ns.learned_states:
+            raise SystemExit("--only-stated needs --learned-states")
+        stated = {json.loads(x)["instance_id"] for x in Path(ns.learned_states).read_text().splitlines() if x.strip()}
+        insts = [i for i in insts if i.instance_id in stated]
     fams = [str(i.metadata.get("family", i.category)) for i in insts]
     answer, judge = build_answer_model(cfg)
     cache = BaselineCache()
