@@ -32,8 +32,17 @@ from induction.pipeline import make_ingestor  # noqa: E402
 from memcore.memory import Memory  # noqa: E402
 
 
+Edge = tuple[str, str, str, str, str, str]
+
+
+def _where(f: Any) -> str:
+    """Source turns, date said, kind and holder of a fact (for the hand audit)."""
+    day = f.observed_at.date().isoformat() if f.observed_at else "?"
+    return f"{','.join(f.source_turn_ids) or '?'} {day} {f.kind}/{f.holder}"
+
+
 def run(adjudicator: str, convs: list, n_sessions: int, relations: dict[str, Any] | None = None,
-        ) -> tuple[float, int, dict[str, int], list[tuple[str, str, str, str]]]:
+        ) -> tuple[float, int, dict[str, int], list[Edge]]:
     s = Settings()
     s.store.path = str(Path(tempfile.mkdtemp(prefix="evomem-relbench-")) / "store")
     mem = Memory.from_settings(s)
@@ -52,13 +61,14 @@ def run(adjudicator: str, convs: list, n_sessions: int, relations: dict[str, Any
             n += 1
     dt = time.perf_counter() - t0
     facts, edges = 0, {"SUPERSEDES": 0, "CONFLICTS_WITH": 0}
-    sample: list[tuple[str, str, str, str]] = []
+    sample: list[Edge] = []
     for conv in convs:
         snap = mem.store.load_snapshot(conv.user_id)
         facts += len(snap.facts)
         for r in snap.relations.values():
             edges[r.type] = edges.get(r.type, 0) + 1
-            sample.append((r.type, snap.facts[r.src].statement, snap.facts[r.dst].statement, r.reason))
+            a, b = snap.facts[r.src], snap.facts[r.dst]
+            sample.append((r.type, a.statement, b.statement, r.reason, _where(a), _where(b)))
     mem.close()
     return n / dt, facts, edges, sample
 
@@ -69,6 +79,7 @@ def main() -> None:
     ap.add_argument("--conversations", type=int, default=2)
     ap.add_argument("--sessions", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--pick", default="", help="Comma-separated LoCoMo sample ids to ingest (e.g. conv-44), instead of the first N.")
     ap.add_argument("--audit", default=None, help="Write a sample of the model's edges here (markdown).")
     ap.add_argument("--audit-n", type=int, default=30, help="Edges in the audit sample (0 = every edge).")
     ap.add_argument("--set", nargs="*", default=[], metavar="KEY=JSON",
@@ -77,9 +88,11 @@ def main() -> None:
     ap.add_argument("--only", choices=["rules", "model"], default=None, help="Run one adjudicator (no overhead figure).")
     a = ap.parse_args()
     convs = load_locomo(a.data, user_prefix="bench-")[: a.conversations]
+    if a.pick:
+        convs = [c for c in convs if c.user_id.removeprefix("bench-") in a.pick.split(",")]
     over = {k: json.loads(v) for k, v in (x.split("=", 1) for x in a.set)}
     rates: dict[str, list[float]] = {"rules": [], "model": []}
-    last: dict[str, tuple[int, dict[str, int], list[tuple[str, str, str, str]]]] = {}
+    last: dict[str, tuple[int, dict[str, int], list[Edge]]] = {}
     for rep in range(a.repeat):
         for adj in ((a.only,) if a.only else ("rules", "model") if rep % 2 == 0 else ("model", "rules")):
             r, facts, edges, sample = run(adj, convs, a.sessions, over)
@@ -101,10 +114,11 @@ def main() -> None:
         n = a.audit_n or len(sample)
         lines = ["# Relation model on LoCoMo: a seeded sample of created edges (hand audit)", "",
                  f"{len(sample)} edges over {last['model'][0]} facts; sample of {min(n, len(sample))}.", "",
-                 "| # | type | newer / a | older / b | reason | verdict |", "|---|---|---|---|---|---|"]
-        for k, (typ, src, dst, why) in enumerate(sample[:n], 1):
-            esc = [x.replace("|", "/")[:160] for x in (src, dst, why)]
-            lines.append(f"| {k} | {typ} | {esc[0]} | {esc[1]} | {esc[2]} | |")
+                 "| # | type | newer / a (turns date kind/holder) | older / b (turns date kind/holder) | reason | verdict |",
+                 "|---|---|---|---|---|---|"]
+        for k, (typ, src, dst, why, wa, wb) in enumerate(sample[:n], 1):
+            esc = [x.replace("|", "/")[:200] for x in (src, dst, why)]
+            lines.append(f"| {k} | {typ} | {esc[0]} ({wa}) | {esc[1]} ({wb}) | {esc[2]} | |")
         Path(a.audit).parent.mkdir(parents=True, exist_ok=True)
         Path(a.audit).write_text("\n".join(lines) + "\n")
         print(f"wrote {a.audit}")

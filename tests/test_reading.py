@@ -91,6 +91,7 @@ CLASS_CASES: list[tuple[CueSet, str, str, Callable[[str], bool], bool]] = [
     # a concession or a "but" that asks is blanked: the sentence turns against nothing
     (change.CONCESSIVE, "concession to a difficulty", "The first week was exhausting, but I love the new job.",
      _one(reverses), False),
+    (change.CONCESSIVE, "negated ease", "Learning the cello isn't always easy, but I love it.", _one(reverses), False),
     (change.BUT_ASKS, "but with a worry", "I planted the tomatoes, but I'm worried about the frost.",
      _one(reverses), False),
     (change.BUT_ASKS, "but with a wish to understand", "I booked the hotel, but I want to make sure it has parking.",
@@ -141,6 +142,10 @@ def test_no_pattern_class_is_left_without_a_sentence() -> None:
     (standing_instruction, "Never tried sushi, to be honest.", False),  # a clipped statement about oneself
     (_one(reverses), "I never gave up on the garden.", False),  # not giving up
     (_one(reverses), "Now I'm baking bread every Sunday.", False),  # "now" alone is progress, not a reversal
+    (_one(reverses), "Walking the dog makes me realise how lucky I am.", False),  # a habitual realisation
+    (_one(reverses), "I realised again what a good friend she is.", False),  # a renewed one
+    (_one(reverses), "I've realised I'm happier without a car.", True),  # a realisation, once
+    (_one(reverses), "The trip made me realise how much I need quiet weekends.", True),
     (continues, "I still like the flat, but I'd rather live nearer work.", False),  # it also turns against
     (corrects, "According to your message, the party starts at eight.", False),  # the person's own word
     (negates, "I'd never tried sushi before last night.", False),  # a first time, not a refusal

@@ -545,3 +545,22 @@ def test_rows_sharing_a_persona_sentence_fold_together() -> None:
     # the 2-row cluster (3 pairs) is held out whole, plus one single row: 4 pairs; the other fold: 2 single rows
     assert sorted(f["heldout"]["n"] for f in r["folds"]) == [2.0, 4.0]
     assert "heldout_pooled_macro_f1" in r and "gap_pooled" in r
+
+
+def test_a_realisation_of_degree_or_a_conceded_difficulty_turns_against_nothing() -> None:
+    """Issue 44, LoCoMo false-edge classes (sentences from no benchmark): "makes me realise how lucky I am"
+    deepens the same view (a realisation of degree is no reversal), and a negation that only concedes a
+    difficulty ("isn't always easy, but I love it") gives the statement no opposite polarity; a realisation
+    with a clause and a plain negation still do."""
+    adj = ModelAdjudicator(_Always("supersedes"), HashEmbedder(8), RelationModelConfig())
+
+    def sup(new: str, old: str, cues: tuple[str, ...] = ("change",)) -> list[str]:
+        res = _resolution(_cand("n", new, "preference", seq=2, cues=cues), [_fact("old", old, "preference")])
+        return adj.adjudicate(res, Snapshot(user_id="u")).decisions[0].supersedes
+
+    dog = "I love having the dog around the house."
+    assert sup("Walking the dog every morning makes me realise how lucky I am.", dog) == []
+    assert sup("I've realised I'm happier without a pet.", dog) == ["old"]
+    cello = "Learning the cello isn't always easy, but I love it."
+    assert sup("I feel like I could practise the cello all day now.", cello, ()) == []
+    assert sup("I feel like I could practise the cello all day now.", "I don't play the cello.", ()) == ["old"]

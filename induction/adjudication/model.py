@@ -31,7 +31,7 @@ from induction.relations.candidates import candidates
 from induction.relations.features import (LABELS, PAST_STATE, SHIFT, STRUCT_NAMES, FactView, PairContext, pair_features,
                                           turn_overlap, turn_ranks, turn_shift)
 from induction.relations.model import ARTEFACT_DIR, DEFAULT_NAME, PROBE, RelationModel
-from induction.reading.change import continues, reverses
+from induction.reading.change import CONCESSIVE, continues, reverses
 from induction.reading.corrections import corrects
 from induction.reading.instructions import instructs
 from induction.reading.state import holds_state, may_replace
@@ -69,6 +69,13 @@ SUP, CONF, DUP = LABELS.index("supersedes"), LABELS.index("conflicts_with"), LAB
 @lru_cache(maxsize=65536)
 def _negated(statement: str) -> bool:
     return has_negation(statement)
+
+
+@lru_cache(maxsize=65536)
+def _conceded_only(statement: str) -> bool:
+    """Is the statement's only negation inside a concession ("Writing isn't always easy, but I love it"): its
+    main clause is positive, so its polarity is no opposite to a positive statement (a gate, not a feature)."""
+    return has_negation(statement) and not has_negation(CONCESSIVE.regex.sub(" ", statement))
 
 
 def _stored_text(statement: str, holder: str) -> str:
@@ -220,11 +227,14 @@ class ModelAdjudicator:
                 # the assistant's explanations do not replace each other ("Hard Determinism: …" after
                 # "Determinism: …"); only a line that says it corrects does
                 fixes = c.holder != "assistant" or not fix or corrects(new.statement)
+                # opposite polarity, not counting a negation that only concedes a difficulty
+                neg = new.negation and not _conceded_only(c.statement)
+                opp = [neg != (v.negation and not _conceded_only(v.statement)) for v in views]
                 said = [(change_evidenced(v.kind, own if was or v.kind in _HISTORY else change, shift,
-                                          new.negation != v.negation, old_reports_change=was)
+                                          o, old_reports_change=was)
                          and not cont and fixes
-                         and (rev or new.negation != v.negation or not cfg.change_needs_reversal))
-                        or not cfg.require_change_evidence for v, was in zip(views, reported)]
+                         and (rev or o or not cfg.change_needs_reversal))
+                        or not cfg.require_change_evidence for v, was, o in zip(views, reported, opp)]
                 stateful = holds_state(new.statement)
                 own_rev = reverses([c.statement])
                 gates = cfg.cue_gates  # off: the cues above were the model's inputs, not vetoes
@@ -242,7 +252,7 @@ class ModelAdjudicator:
                                      # in BEAM's long turns some sentence always says "but", so the new
                                      # statement's own words must turn against something
                                      and (v.holder != c.holder or not cfg.conflict_needs_contrast
-                                          or own_rev or new.negation != v.negation) for v in views] if gates else [])
+                                          or own_rev or o) for v, o in zip(views, opp)] if gates else [])
                 if d.supersedes and cfg.supersede_turn and (rev or not cfg.turn_needs_reversal):
                     self._whole_turns(d, c.kind, c.holder, turns, closed, kinds, by_id, res,
                                       np.asarray(r.embedding, dtype=np.float32), own_change=own, topics=topics)

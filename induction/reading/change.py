@@ -47,9 +47,12 @@ REVERSAL = CueSet("reversal", [
     # a preference or comparison with before: "I'd rather walk", "I prefer trains", "more relaxed than before"
     ("preference or comparison", r"I'?d (?:much )?rather|prefer\w*|more \w+(?: \w+)? (?:now|than)|"
                                  r"than (?:before|I (?:used to|was|did))"),
-    # a realisation or a misfit: "I realised I hate crowds", "camping is not for me"
-    ("realisation or misfit", r"reali[sz](?:ed|e|ing)|not for me|(?:doesn't|does not|didn't|did not|don't) "
-                              r"(?:feel right|work for me)"),
+    # a realisation or a misfit: "I realised I hate crowds", "camping is not for me". A realisation is an event,
+    # once: a habitual one in the present ("walking the dog makes me realise how lucky I am") and a renewed one
+    # ("I realised again how kind she is") restate a view the speaker already holds, so they are left out
+    ("realisation or misfit", r"(?<!makes me )(?<!make me )(?<!makes us )(?<!make us )(?<!makes you )(?<!make you )"
+                              r"reali[sz](?:ed|e|ing)(?! (?:again|once more)\b)|"
+                              r"not for me|(?:doesn't|does not|didn't|did not|don't) (?:feel right|work for me)"),
 ])
 
 # The statement says the earlier state persists or adds to it ("Still can't find a quiet café", "I also love
@@ -68,6 +71,8 @@ CONTINUES = CueSet("continuation", [
 CONCESSIVE = CueSet("concession", [
     ("concession to a difficulty", r"tough|hard|difficult|a long process|a lot to take in|challenging|rough|scary|"
                                    r"overwhelming|exhausting|stressful|busy"),
+    # a difficulty said as negated ease: "learning the cello isn't always easy, but I love it"
+    ("negated ease", r"(?:isn't|is not|wasn't|was not|hasn't been|has not been|not) (?:always |exactly |that |very |so )?easy"),
 ], tail=r")\b[^.!?]{0,30}?\bbut\b")
 
 # A "but" that opens a request or a worry turns against nothing the person held ("I've set up the printer, but
