@@ -25,7 +25,9 @@ from graph.models import FactKind
 from induction.config import OfflineExtractorConfig
 from induction.branch import OntologyBranch
 from induction.clauses import clauses
+from induction.reading.aspect import aspect
 from induction.reading.change import MOVED_ON
+from induction.reading.claims import relays_claim
 from induction.reading.negation import NEGATION as NEGATION_CUES
 from induction.evidence import select_evidence
 from induction.extract import CandidateFact, Cue, ExtractionResult, make_fact_id
@@ -70,7 +72,7 @@ _FIND_MORE = r"(?:I|we) find (?:it|them|that|this|those) (?:\w+ ){0,2}(?:more|le
 CHANGE_WEAK = _rx(r"now", r"actually", r"reali[sz]ed?", r"instead", r"again", r"(?:have|'ve) since", r"lately",
                   r"used to", r"(?:have|'ve) found")
 PREF_VERB = _rx(r"prefer\w*", r"want\w*", r"crav\w+", r"lov(?:e|es|ing)", r"enjoy\w*", r"like", r"interested", r"curious",
-                r"drawn", r"rather", r"favou?rite", r"appreciat\w+", r"passion\w*", r"focus\w*", r"happiest",
+                r"drawn", r"rather", r"favou?rite", r"fave?s?", r"appreciat\w+", r"passion\w*", r"focus\w*", r"happiest",
                 r"(?:I'm|I am|really|totally|more|not) into", _LOOKING_FOR, _TOO_FOR_ME, _FIND_MORE)
 CONSTRAINT = _rx(r"allergic", r"allerg(?:y|ies)", r"intoleran\w+", r"can't eat", r"cannot eat", r"can't have",
                  r"can't do", r"(?:can't|cannot|can not) (?:eat|have|drink|do|go|run|walk|lift|travel|afford|use|take|handle)",
@@ -87,7 +89,7 @@ PLAN = _rx(r"plan(?:ning)? (?:to|on)", _GOING_TO, r"gonna", r"I'll", r"I will", 
            r"hop(?:e|ing) to", r"about to", r"sign(?:ing)? up", r"thinking (?:of|about) \w+ing", r"looking forward to",
            r"aim(?:ing)? to", r"my goal is", r"want to (?:start|try|learn|visit|go|travel|take|get|build|become)", *_SCHEDULE)
 SCHEDULED = _rx(*_SCHEDULE, r"on (?:monday|tuesday|wednesday|thursday|friday|saturday|sunday)")
-PREFERENCE = _rx(r"prefer\w*", r"love\w*", r"like to", r"likes?", r"enjoy\w*", r"favou?rite", r"fan of", r"into \w+",
+PREFERENCE = _rx(r"prefer\w*", r"love\w*", r"like to", r"likes?", r"enjoy\w*", r"favou?rite", r"fave?s?", r"fan of", r"into \w+",
                  r"passion\w*", r"hate\w*", r"dislike\w*", r"can't stand", r"crav\w+", r"appreciat\w+", r"fond of",
                  r"interested in", r"curious about", r"drawn to", r"resonat\w+", r"speaks to me", r"my thing",
                  r"(?:not|wasn't|isn't) my forte", r"isn't for me", r"wasn't for me", r"wants?", r"wish\w*", r"delight\w*", r"joy", r"fascinat\w+",
@@ -263,6 +265,9 @@ def classify_with_source(sentence: str) -> tuple[FactKind, bool]:
     if FRAMING.search(sentence) and _FIRST_PERSON_STRICT.search(sentence):
         # "I prefer the version that says: X" holds X as the user's preferred framing, not as a fact.
         return "preference", True
+    if relays_claim(sentence):
+        # "I read that X", "My atlas says X", "Skipping meals is going to X": a claim held (induction/reading/claims.py)
+        return "belief", True
     if CONSTRAINT.search(sentence) and _FIRST_PERSON_STRICT.search(sentence):
         return "constraint", True
     if PLAN.search(sentence):
@@ -276,7 +281,8 @@ def classify_with_source(sentence: str) -> tuple[FactKind, bool]:
     if CHANGE.search(sentence):
         return "preference", False
     if EVENT.search(sentence):
-        return "event", True
+        # a verb of doing in a sentence that says what holds now (induction/reading/aspect.py)
+        return _NOW_KIND.get(aspect(sentence) or "", ("event", True))
     if CIRCUMSTANCE.search(sentence):
         return "circumstance", True
     head, colon, claim = sentence.partition(":")
@@ -284,7 +290,14 @@ def classify_with_source(sentence: str) -> tuple[FactKind, bool]:
         # a lead-in framing what follows ("Fun fact I always tell people: the bridge is older than the town"):
         # the statement is what comes after the colon
         return classify_with_source(claim.strip())[0], False
-    return default_kind(sentence), False
+    kind, now = default_kind(sentence), aspect(sentence)
+    return (_NOW_KIND[now][0] if kind == "experience" and now in _NOW_KIND else kind), False
+
+
+# The kind of a sentence with a verb of doing whose main clause says what holds now: a result or a habit is the
+# speaker's circumstance, a claim about the world a belief (kind uncertain: adjudication may align it).
+_NOW_KIND: dict[str, tuple[FactKind, bool]] = {"result": ("circumstance", False), "habitual": ("circumstance", False),
+                                               "generic": ("belief", False)}
 
 
 def change_cue(sentence: str) -> str | None:

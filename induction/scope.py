@@ -16,7 +16,10 @@ read the shapes, not a list of situations:
   "for my store", "in our community" are complements).
 - company, time and place: "with friends", "with my sister", "around my kids", "on weekdays", "on
   weeknights", "in the mornings", "during the week", "after 3pm", "before bed", "at work", "on work trips",
-  and "by myself" / "on my own" / "for myself".
+  and "by myself" / "on my own" / "for myself"; an activity after "for" ("for gaming", "for design work"), an
+  occasion said with "a" or as a plural after "before" / "after" ("after a long shift", "before presentations"),
+  public transport and meals ("on the underground", "at breakfast"), named feasts ("at Christmas"), an exception
+  ("just not at breakfast"), and a fronted participle clause of what one is doing ("Working from home, I …").
 
 ``scopes_in`` returns the phrases in the order said, lower-cased at the start (so a renderer can write
 "only for work trips" and "when I travel" alike), at most ``limit`` of them. The table of cases is in
@@ -34,7 +37,7 @@ _TYPO = str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"
 _SUB = (r"(?:only if|only when|even when|even if|whenever|as long as|so long as|provided(?: that)?|every time|each time|"
         r"any ?time|when|wen|if|unless|once)")
 # What may open the clause: a subject (pronoun, determiner + noun, a number) or a gerund ("when traveling").
-_OPENER = (r"(?:I|I'm|I've|im|ive|we|we're|we've|it|it's|they|they're|there|this|that|these|those|the|a|an|my|our|"
+_OPENER = (r"(?:I|I'm|I've|im|ive|we|we're|we've|it|it's|its|they|they're|there|this|that|these|those|the|a|an|my|our|"
            r"someone|people|everyone|one|two|three|both|each|any|[a-z]+ing)")
 _BOUNDARY = (r"(?=\s*(?:[,;:.!?()\"]|\s-\s|$|\bbut\b|\band (?:I|we)\b|\bI\b(?!'m|'ve)|\bwe\b(?!'re|'ve)|"
              r"\b(?:we|they|you|it) (?:can|will|could|should|would|may|might|must)\b))")
@@ -42,8 +45,9 @@ CONDITION = re.compile(rf"\b{_SUB}\s+{_OPENER}\b[^,;:.!?()\"]{{0,70}}?{_BOUNDARY
 # "while" / "whilst" scopes only with what one is doing or where one is ("while driving", "whilst I'm at work");
 # with a stative verb it contrasts ("while I like jazz, ..."). An elliptical condition drops its subject and verb:
 # "when abroad", "whilst on holiday", "when at my parents'".
-# an exception to the statement: "I eat meat, except at my grandma's", "no dairy other than on Sundays"
-EXCEPT = re.compile(r"\b(?:except|apart from|other than)\s+(?:at|on|in|with|for|during|around|when|if|while)\s+"
+# an exception to the statement: "I eat meat, except at my grandma's", "no dairy other than on Sundays", "fine with
+# it, just not at breakfast"
+EXCEPT = re.compile(r"\b(?:except|apart from|other than|(?:just|but|only|though) not)\s+(?:at|on|in|with|for|during|around|when|if|while)\s+"
                     r"[^,;:.!?()\"]{1,50}", re.I)
 WHILE = re.compile(rf"\bwhil(?:e|st)\s+(?:(?:I'm|I am|im|we're|we are)\s+)?(?!at it\b)(?:[a-z]+ing|at|on|in|away|abroad|out)\b"
                    rf"[^,;:.!?()\"]{{0,60}}?{_BOUNDARY}", re.I)
@@ -107,8 +111,9 @@ SETTING = re.compile(
     r"|around (?:the |my |our )?(?:kids|children|family|parents|grandparents|in-laws|colleagues|clients|strangers|guests)"
     r"|(?:during|in) (?:the )?(?:week|work ?days?|work hours|summer|winter|spring|fall|autumn|mornings?|evenings?|"
     r"afternoons?|holidays|rainy season)"
-    r"|at (?:work|home|the office|night|the gym|school|restaurants?|(?:the )?weekends?|parties|church|the pub)"
-    r"|in (?:the office|public|private|the car|company|the gym)|on (?:the )?(?:train|bus|tube|plane)s?\b"
+    r"|at (?:work|home|the office|night|the gym|school|restaurants?|(?:the )?weekends?|parties|church|the pub|breakfast|"
+    r"lunch|dinner|meals|mealtimes)"
+    r"|in (?:the office|public|private|the car|company|the gym)|on (?:the )?(?:train|bus|tube|plane|underground|metro|subway|tram|ferry|ferries|coach)s?\b"
     r"|(?:on|over) the weekends?|outside (?:of )?(?:work|school|the office|office|business|working)(?: hours)?"
     # a plural recurring event as the setting ("in meetings", "at concerts", "a suit to interviews")
     r"|(?:in|at|during|to) (?:[a-z-]+ )?(?:meetings|classes|lectures|concerts|gigs|parties|weddings|interviews|"
@@ -123,13 +128,37 @@ SETTING = re.compile(
     # before / after a recurring event (a plural or a mass noun; "after that festival" anchors a time instead)
     r"|(?:after|before) (?:(?:big|long|early|late|important|hard|my|our) )?(?:workouts|meetings|races|flights|exams|"
     r"games|matches|shifts|runs|classes|interviews|training|practice|rehearsals|performances|gigs)"
+    r"|(?:after|before) (?:(?:big|long|early|late|important|hard|busy|bad|good|my|our) )?(?!(?:years|months|weeks|days|"
+    r"hours|minutes|seconds|ages|decades|centuries|times|others|this|that|these|those|all|us|them|it|things|lots|loads|"
+    r"tons|ours|yours|theirs|his|hers|its)\b)[a-z]{3,}s\b"
+    r"|(?:after|before) an? (?:(?:big|long|early|late|important|hard|busy|bad|good|stressful|tough|late) )?"
+    r"(?:day|night|shift|run|workout|race|meeting|flight|match|game|exam|presentation|talk|interview|trip|night out|"
+    r"long day|swim|ride|hike|party|gig|performance|date)\b"
     r"|on (?:my |our |the |a |an )?(?:work |business |long |short |family |solo |group |weekend |road )?"
     r"(?:trips?|flights?|runs?|hikes?|commutes?|vacations?|holidays?)"
     r"|for (?:my |our |the |any |most )?(?:work |business |group |family |solo |weekend |team |client |short |long |"
     r"personal |casual |formal |important |special |social |outdoor |indoor )?(?:trips?|travel|projects?|meetings?|"
     r"work|events?|occasions?|dinners?|parties|holidays?|vacations?|outings?|presentations?|deadlines?|clients?|"
     r"guests|kids|children|family|friends|team|colleagues|reading|study(?:ing)?|writing|cooking|shopping|updates?)"
+    r"|(?<!thanks )(?<!thank you )(?<!sorry )(?<!grateful )(?<!apologi[sz]e )(?<!responsible )(?<!blame )"
+    r"(?<!known )(?<!famous )(?<!excuse )(?<!reason )(?<!ready )(?<!time )(?<!credit )(?<!praise )"
+    r"for (?:(?!(?:your|his|her|their|the|this|that|all|hard|great|good|nice|amazing|honest|my|our)\b)[a-z]+ )?"
+    r"(?:work|training|practice|sessions)(?= *(?:[,;:.!?]|and\b|but\b|$))"
+    r"|(?<!thanks )(?<!thank you )(?<!sorry )(?<!grateful )(?<!apologi[sz]e )(?<!responsible )(?<!blame )"
+    r"(?<!known )(?<!famous )(?<!excuse )(?<!reason )(?<!ready )(?<!time )(?<!credit )(?<!praise )"
+    r"for (?!(?:everything|nothing|something|anything|morning|evening|thing|king|spring|during|being|bring)\b)[a-z]{2,}ing"
+    r"(?= *(?:[,;:.!?]|and\b|but\b|$))"
+    r"|for (?:football|soccer|tennis|rugby|cricket|basketball|golf|squash|badminton|hockey|yoga|pilates|the gym)"
+    # a named feast or holiday as the setting ("at Christmas", "over Easter")
+    r"|(?:at|over|during|for|on) (?:Christmas|Easter|Thanksgiving|New Year(?:'s)?|Diwali|Eid|Passover|Hanukkah|"
+    r"Halloween|Chinese New Year|Lunar New Year|Nowruz|Carnival|birthdays)"
     r"|by myself|on my own|for myself|for ourselves|by ourselves)\b", re.I)
+# A fronted participle clause of what one is doing, with its comma, before the I / we of the main clause:
+# "Working from home, I wear pyjamas all day", "Travelling for work, we eat out". A participle about the talk
+# itself ("Speaking of which,", "Looking back,", "Having said that,") frames the discourse, not a condition.
+PARTICIPLE = re.compile(r"(?:^|(?<=[.!?;]\s))(?!(?:Speaking|Talking|Having|Being|Looking|Thinking|Going|Moving|Saying|"
+                        r"Considering|Judging|Getting|Coming|According|Seeing|Given|Putting|Turning|Generally|Honestly)\b)"
+                        r"[A-Z][a-z]+ing\s+(?:[A-Za-z'-]+\s+){0,4}?[A-Za-z'-]+(?=\s*,\s*(?:I|i|we|We)\b)")
 
 
 def _lead_lower(phrase: str) -> str:
@@ -195,6 +224,7 @@ def scopes_in(text: str, limit: int = 2, turn: bool = False) -> list[str]:
     """
     t = text.translate(_TYPO)
     found = (_conditions(t) + _framed(t) + _domains(t) + [(m.start(), m.group(0)) for m in SETTING.finditer(t)]
+             + [(m.start(), m.group(0)) for m in PARTICIPLE.finditer(t)]
              + [(m.start(), m.group(0)) for m in (*(() if turn else (*EXCEPT.finditer(t), *WHILE.finditer(t))),
                                                    *ELLIPTIC.finditer(t))])
     found.sort(key=lambda x: (x[0], -len(x[1])))
