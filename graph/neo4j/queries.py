@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 # Times travel as ISO strings and become DateTime on the server (datetime()): the driver's Python
 # conversion of each datetime cost ~80 us of client CPU, 0.2 s per 1,000-fact commit. Reads return them
 # with toString() for the same reason (store.py parses them back).
@@ -68,49 +70,70 @@ LOAD_EDITS = "MATCH (e:Edit {user_id: $u}) RETURN e {.*, " + as_text("e", EDIT_T
 # LOCK takes the user's write lock, checks the version the batch was built on (``$check``; no row when the
 # user is elsewhere: the caller reads why) and sets the version it leaves (``$new``: invisible to others
 # until the transaction commits), in one statement where a lock and a version statement were two.
+# Each statement's rows come as ``$batch.<phase>``, a list inside a map: the server caches a plan per
+# statement *and* per size bucket (0, 1-9, 10-99, ...) of each top-level list parameter, and planning one
+# took 0.4-1.1 s on a freshly started server, so a first bulk load planned every statement again for its
+# sizes (warm() had planned the empty lists only); a list inside a map carries no size hint: one plan per
+# statement, made by warm() (bench/neo4j_speed.py; /tmp measurements in the issue-45 notes).
 # Why not every phase in one statement (tried): the server caches a plan per statement *and* per size
 # bucket of each list parameter, and planning the 18-subquery statement cost 1-2 s of server CPU, again
 # for each new combination of list sizes; separate statements plan in milliseconds.
-LOCK = ("MERGE (m:UserMeta {user_id: $u}) ON CREATE SET m.version = 0, m.epoch = randomUUID() "
+def _hint(label: str, prop: str) -> Callable[..., str]:
+    def hints(*var: str) -> str:
+        return "".join(f"USING INDEX {v}:{label}({prop}) " for v in var)
+    return hints
+
+
+_F_ID, _C_ID = _hint("Fact", "fact_id"), _hint("Concept", "concept_id")
+# A cached plan is planned again when the store's statistics have moved enough since it was made (Neo4j:
+# ``dbms.cypher.statistics_divergence_threshold``, checked at most every 10 s): on a server that starts
+# empty, a bulk load planned every write statement once per growth step (0 -> 1,000 -> 4,000 facts), each
+# 0.2-2 s of server CPU on a cold server. The write statements seek every node by its unique id (the index
+# hints above make that the plan whatever the statistics: on an empty store the planner otherwise chose
+# the user_id index for some), so no statistic can improve their plan, and they keep the first one.
+_KEEP_PLAN = "CYPHER replan=skip "
+LOCK = (_KEEP_PLAN + "MERGE (m:UserMeta {user_id: $u}) ON CREATE SET m.version = 0, m.epoch = randomUUID() "
         "SET m.locked_at = timestamp() WITH m, m.version AS v WHERE v = $check "
         "SET m.version = $new RETURN v, m.epoch AS e")
-WRITE_PHASES: tuple[tuple[str, str], ...] = (
-    ("turns", "UNWIND $turns AS r CREATE (t:Turn) SET t = r SET t.at = datetime(r.at)"),
-    ("sessions", "UNWIND $sessions AS r MERGE (s:Session {key: r.key}) SET s.session_id = r.session_id, "
+_WRITES: tuple[tuple[str, str], ...] = (
+    ("turns", "UNWIND $batch.turns AS r CREATE (t:Turn) SET t = r SET t.at = datetime(r.at)"),
+    ("sessions", "UNWIND $batch.sessions AS r MERGE (s:Session {key: r.key}) SET s.session_id = r.session_id, "
                  "s.user_id = $u, s.content_hash = r.content_hash"),
-    ("concepts", "UNWIND $concepts AS r MERGE (c:Concept {concept_id: r.concept_id}) ON CREATE SET c.user_id = $u "
+    ("concepts", "UNWIND $batch.concepts AS r MERGE (c:Concept {concept_id: r.concept_id}) ON CREATE SET c.user_id = $u "
                  "WITH c, r WHERE c.user_id = $u SET c += r " + _times("c", CONCEPT_TIMES) + " RETURN count(c) AS n_concepts"),
-    ("facts_create", "UNWIND $facts_create AS r CREATE (f:Fact) SET f = r " + _times("f", FACT_TIMES)),
-    ("facts_update", "UNWIND $facts_update AS r MATCH (f:Fact {fact_id: r.fact_id, user_id: $u}) SET f += r "
+    ("facts_create", "UNWIND $batch.facts_create AS r CREATE (f:Fact) SET f = r " + _times("f", FACT_TIMES)),
+    ("facts_update", "UNWIND $batch.facts_update AS r MATCH (f:Fact {fact_id: r.fact_id, user_id: $u}) " + _F_ID("f") + "SET f += r "
                      + _times("f", FACT_TIMES)),
-    ("parent_remove", "UNWIND $parent_remove AS r MATCH (p:Concept {concept_id: r.p, user_id: $u})-[e:PARENT_OF]->"
-                      "(c:Concept {concept_id: r.c}) DELETE e"),
-    ("contains_remove", "UNWIND $contains_remove AS r MATCH (c:Concept {concept_id: r.c, user_id: $u})-[e:CONTAINS]->"
-                        "(f:Fact {fact_id: r.f}) DELETE e"),
-    ("supersedes_remove", "UNWIND $supersedes_remove AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})-[e:SUPERSEDES]->"
-                          "(b:Fact {fact_id: r.dst}) DELETE e"),
-    ("conflicts_remove", "UNWIND $conflicts_remove AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})"
-                         "-[e:CONFLICTS_WITH]->(b:Fact {fact_id: r.dst}) DELETE e"),
-    ("supersedes_add", "UNWIND $supersedes_add AS r MATCH (a:Fact {fact_id: r.src, user_id: $u}), "
-                       "(b:Fact {fact_id: r.dst, user_id: $u}) CREATE (a)-[:SUPERSEDES {at: datetime(r.at), reason: r.reason}]->(b)"),
-    ("conflicts_add", "UNWIND $conflicts_add AS r MATCH (a:Fact {fact_id: r.src, user_id: $u}), "
-                      "(b:Fact {fact_id: r.dst, user_id: $u}) "
-                      "CREATE (a)-[:CONFLICTS_WITH {at: datetime(r.at), reason: r.reason, "
+    ("parent_remove", "UNWIND $batch.parent_remove AS r MATCH (p:Concept {concept_id: r.p, user_id: $u})-[e:PARENT_OF]->"
+                      "(c:Concept {concept_id: r.c}) " + _C_ID("p") + "DELETE e"),
+    ("contains_remove", "UNWIND $batch.contains_remove AS r MATCH (c:Concept {concept_id: r.c, user_id: $u})-[e:CONTAINS]->"
+                        "(f:Fact {fact_id: r.f}) " + _C_ID("c") + "DELETE e"),
+    ("supersedes_remove", "UNWIND $batch.supersedes_remove AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})-[e:SUPERSEDES]->"
+                          "(b:Fact {fact_id: r.dst}) " + _F_ID("a") + "DELETE e"),
+    ("conflicts_remove", "UNWIND $batch.conflicts_remove AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})"
+                         "-[e:CONFLICTS_WITH]->(b:Fact {fact_id: r.dst}) " + _F_ID("a") + "DELETE e"),
+    ("supersedes_add", "UNWIND $batch.supersedes_add AS r MATCH (a:Fact {fact_id: r.src, user_id: $u}), "
+                       "(b:Fact {fact_id: r.dst, user_id: $u}) " + _F_ID("a", "b") + "CREATE (a)-[:SUPERSEDES {at: datetime(r.at), reason: r.reason}]->(b)"),
+    ("conflicts_add", "UNWIND $batch.conflicts_add AS r MATCH (a:Fact {fact_id: r.src, user_id: $u}), "
+                      "(b:Fact {fact_id: r.dst, user_id: $u}) " + _F_ID("a", "b")
+                      + "CREATE (a)-[:CONFLICTS_WITH {at: datetime(r.at), reason: r.reason, "
                       "resolved_at: datetime(r.resolved_at)}]->(b)"),
-    ("conflicts_update", "UNWIND $conflicts_update AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})"
-                         "-[e:CONFLICTS_WITH]->(b:Fact {fact_id: r.dst}) SET e.reason = r.reason, "
+    ("conflicts_update", "UNWIND $batch.conflicts_update AS r MATCH (a:Fact {fact_id: r.src, user_id: $u})"
+                         "-[e:CONFLICTS_WITH]->(b:Fact {fact_id: r.dst}) " + _F_ID("a") + "SET e.reason = r.reason, "
                          "e.resolved_at = datetime(r.resolved_at)"),
-    ("parent_add", "UNWIND $parent_add AS r MATCH (p:Concept {concept_id: r.p, user_id: $u}), "
-                   "(c:Concept {concept_id: r.c, user_id: $u}) CREATE (p)-[:PARENT_OF]->(c)"),
-    ("contains_add", "UNWIND $contains_add AS r MATCH (c:Concept {concept_id: r.c, user_id: $u}), "
-                     "(f:Fact {fact_id: r.f, user_id: $u}) CREATE (c)-[:CONTAINS]->(f)"),
-    ("derived_add", "UNWIND $derived_add AS r MATCH (f:Fact {fact_id: r.f, user_id: $u}), (t:Turn {key: r.t}) "
-                    "WHERE t.user_id = $u CREATE (f)-[:DERIVED_FROM]->(t)"),
-    ("edits", "UNWIND $edits AS r MERGE (e:Edit {edit_id: r.edit_id}) ON CREATE SET e.user_id = $u "
+    ("parent_add", "UNWIND $batch.parent_add AS r MATCH (p:Concept {concept_id: r.p, user_id: $u}), "
+                   "(c:Concept {concept_id: r.c, user_id: $u}) " + _C_ID("p", "c") + "CREATE (p)-[:PARENT_OF]->(c)"),
+    ("contains_add", "UNWIND $batch.contains_add AS r MATCH (c:Concept {concept_id: r.c, user_id: $u}), "
+                     "(f:Fact {fact_id: r.f, user_id: $u}) " + _C_ID("c") + _F_ID("f")
+                     + "CREATE (c)-[:CONTAINS]->(f)"),
+    ("derived_add", "UNWIND $batch.derived_add AS r MATCH (f:Fact {fact_id: r.f, user_id: $u}), (t:Turn {key: r.t}) " + _F_ID("f")
+                    + "USING INDEX t:Turn(key) WHERE t.user_id = $u CREATE (f)-[:DERIVED_FROM]->(t)"),
+    ("edits", "UNWIND $batch.edits AS r MERGE (e:Edit {edit_id: r.edit_id}) ON CREATE SET e.user_id = $u "
               "WITH e, r WHERE e.user_id = $u SET e += r " + _times("e", EDIT_TIMES) + " RETURN count(e) AS n_edits"),
-    ("facts_delete", "UNWIND $facts_delete AS r MATCH (f:Fact {fact_id: r, user_id: $u}) DETACH DELETE f"),
-    ("concepts_delete", "UNWIND $concepts_delete AS r MATCH (c:Concept {concept_id: r, user_id: $u}) DETACH DELETE c"),
+    ("facts_delete", "UNWIND $batch.facts_delete AS r MATCH (f:Fact {fact_id: r, user_id: $u}) " + _F_ID("f") + "DETACH DELETE f"),
+    ("concepts_delete", "UNWIND $batch.concepts_delete AS r MATCH (c:Concept {concept_id: r, user_id: $u}) " + _C_ID("c") + "DETACH DELETE c"),
 )
+WRITE_PHASES: tuple[tuple[str, str], ...] = tuple((name, _KEEP_PLAN + q) for name, q in _WRITES)
 
 # -- reads for retrieval --
 # The Lucene clause on user_id only narrows (analyzers split ids); the WHERE is what isolates users.
@@ -145,23 +168,24 @@ TURN_FACTS = ("MATCH (f:Fact)-[:DERIVED_FROM]->(t:Turn) WHERE t.user_id = $u AND
               "RETURN DISTINCT f.fact_id AS f ORDER BY f")
 USERS = "MATCH (u:UserMeta) RETURN u.user_id AS u ORDER BY u"
 
-# The whole snapshot in one statement (one round trip instead of one per part): one row of lists.
+# The whole snapshot in one statement (one round trip instead of one per part): one row of lists. Every
+# part seeks the user_id index (hinted: the plan an empty store gets too), so it keeps its first plan.
 LOAD_ALL = (
-    "OPTIONAL MATCH (m:UserMeta {user_id: $u}) WITH m.version AS v, m.epoch AS e "
-    "CALL () { MATCH (c:Concept {user_id: $u}) RETURN collect(c {.*, " + as_text("c", CONCEPT_TIMES) + "}) AS concepts } "
-    "CALL () { MATCH (p:Concept {user_id: $u})-[:PARENT_OF]->(c:Concept) "
+    _KEEP_PLAN + "OPTIONAL MATCH (m:UserMeta {user_id: $u}) WITH m.version AS v, m.epoch AS e "
+    "CALL () { MATCH (c:Concept {user_id: $u}) USING INDEX c:Concept(user_id) RETURN collect(c {.*, " + as_text("c", CONCEPT_TIMES) + "}) AS concepts } "
+    "CALL () { MATCH (p:Concept {user_id: $u})-[:PARENT_OF]->(c:Concept) USING INDEX p:Concept(user_id) "
     "  RETURN collect([p.concept_id, c.concept_id]) AS parents } "
-    "CALL () { MATCH (c:Concept {user_id: $u})-[:CONTAINS]->(f:Fact) "
+    "CALL () { MATCH (c:Concept {user_id: $u})-[:CONTAINS]->(f:Fact) USING INDEX c:Concept(user_id) "
     "  RETURN collect([c.concept_id, f.fact_id]) AS contains } "
-    "CALL () { MATCH (f:Fact {user_id: $u}) RETURN collect(f {.*, embedding: null, " + as_text("f", FACT_TIMES)
+    "CALL () { MATCH (f:Fact {user_id: $u}) USING INDEX f:Fact(user_id) RETURN collect(f {.*, embedding: null, " + as_text("f", FACT_TIMES)
     + "}) AS facts } "
-    "CALL () { MATCH (a:Fact {user_id: $u})-[r:SUPERSEDES|CONFLICTS_WITH]->(b:Fact) "
+    "CALL () { MATCH (a:Fact {user_id: $u})-[r:SUPERSEDES|CONFLICTS_WITH]->(b:Fact) USING INDEX a:Fact(user_id) "
     "  RETURN collect({type: type(r), src: a.fact_id, dst: b.fact_id, reason: r.reason, " + as_text("r", REL_TIMES)
     + "}) AS relations } "
-    "CALL () { MATCH (x:Edit {user_id: $u}) WITH x ORDER BY x.seq RETURN collect(x {.*, " + as_text("x", EDIT_TIMES)
+    "CALL () { MATCH (x:Edit {user_id: $u}) USING INDEX x:Edit(user_id) WITH x ORDER BY x.seq RETURN collect(x {.*, " + as_text("x", EDIT_TIMES)
     + "}) AS edits } "
-    "CALL () { MATCH (t:Turn {user_id: $u}) RETURN collect(t.turn_id) AS turn_ids } "
-    "CALL () { MATCH (s:Session {user_id: $u}) RETURN collect([s.session_id, s.content_hash]) AS sessions } "
+    "CALL () { MATCH (t:Turn {user_id: $u}) USING INDEX t:Turn(user_id, turn_id) WHERE t.turn_id IS NOT NULL RETURN collect(t.turn_id) AS turn_ids } "
+    "CALL () { MATCH (s:Session {user_id: $u}) USING INDEX s:Session(user_id) RETURN collect([s.session_id, s.content_hash]) AS sessions } "
     "RETURN v, e, concepts, parents, contains, facts, relations, edits, turn_ids, sessions"
 )
 

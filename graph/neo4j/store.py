@@ -45,6 +45,8 @@ class UserHold:
 
 # The made-up user ``warm`` reads and writes (rolled back) to get the statements planned.
 WARM_USER = "evomem.warm-up"
+# How long a commit waits for warm() to finish planning the write statements (then it plans them itself).
+WRITE_PLAN_WAIT_S = 60.0
 
 
 class Neo4jStore:
@@ -65,6 +67,10 @@ class Neo4jStore:
         self._emb_cache: OrderedDict[str, tuple[tuple[int, str], list[str], np.ndarray]] = OrderedDict()
         self._cache_lock = threading.Lock()  # API requests run in a thread pool; OrderedDict moves are not atomic
         self.chunk_rows = chunk_rows
+        # Set once warm() has planned the write statements (or none runs): a commit waits for it, so a
+        # bulk load started right after setup() does not plan them a second time beside warm().
+        self._writes_planned = threading.Event()
+        self._writes_planned.set()
 
     # -- plumbing --
     def _read(self, query: str, **params: Any) -> list[dict[str, Any]]:
@@ -86,6 +92,7 @@ class Neo4jStore:
         for stmt in Q.schema(self.embedding_dim):
             self._driver.execute_query(stmt, database_=self._db)
         self._driver.execute_query("CALL db.awaitIndexes(300)", database_=self._db)
+        self._writes_planned.clear()
         self._warming = threading.Thread(target=self.warm, name="evomem-neo4j-warm", daemon=True)
         self._warming.start()
 
@@ -102,15 +109,18 @@ class Neo4jStore:
                 try:  # the lock statement (its check fails: nothing written) and each write statement
                     tx.run(Q.LOCK, u=u, check=-1, new=0).consume()
                     for name, query in Q.WRITE_PHASES:
-                        tx.run(query, {name: []}, u=u).consume()
+                        tx.run(query, batch={name: []}, u=u).consume()
                 finally:
                     tx.rollback()
+                    self._writes_planned.set()
             self.version_token(u)
             self.load_snapshot(u)
             self.turns(u, [u])
             self._embeddings(u)
         except Exception:  # closed meanwhile, server gone: the request path reports such things itself
             pass
+        finally:
+            self._writes_planned.set()
 
     def close(self) -> None:
         warming = getattr(self, "_warming", None)
@@ -182,6 +192,7 @@ class Neo4jStore:
         return s, token, cls._token(tx, u)
 
     def commit(self, changes: ChangeSet) -> None:
+        self._writes_planned.wait(WRITE_PLAN_WAIT_S)
         with self._driver.session(database=self._db) as s:
             tx = s.begin_transaction()
             try:
@@ -212,7 +223,7 @@ class Neo4jStore:
         phases = write_rows(cs)
         for name, query in Q.WRITE_PHASES:
             for chunk in chunks(phases[name], self.chunk_rows):
-                result = tx.run(query, {name: chunk}, u=u)
+                result = tx.run(query, batch={name: chunk}, u=u)
                 if name in counted:
                     key, label = counted[name]
                     if _single(result)[key] != len(chunk):
@@ -392,6 +403,7 @@ class Neo4jStore:
             return int(row["n"]) - bool(row["made"])
 
         self._emb_cache.pop(u, None)
+        self._writes_planned.wait(WRITE_PLAN_WAIT_S)
         with self._driver.session(database=self._db) as s:
             try:
                 n: int = s.execute_write(work)
