@@ -42,7 +42,7 @@ def summarize(samples: list[dict[str, float]]) -> dict[str, dict[str, float]]:
 
 
 def run_in_process(args: argparse.Namespace) -> tuple[list[dict[str, float]], list[dict[str, int]], dict[str, Any]]:
-    from evomem.examples import history_batches, load_history
+    from evomem.examples import load_fixture, load_history
     from memcore.memory import Memory
     from evomem.settings import Settings
     from llmclients.config import ModelsConfig
@@ -54,8 +54,7 @@ def run_in_process(args: argparse.Namespace) -> tuple[list[dict[str, float]], li
     t0 = time.perf_counter()
     mem = Memory.from_settings(settings)
     history = load_history()
-    for b in history_batches(history):
-        mem.apply(b.model_copy(update={"session_hash": b.session_id}))
+    load_fixture(mem, history)
     load_s = time.perf_counter() - t0
     models = ModelsConfig.from_env(os.environ, answer={"base_url": args.answer_url, "model": args.answer_model})
     t1 = time.perf_counter()

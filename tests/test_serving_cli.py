@@ -82,7 +82,7 @@ def test_answer_command_end_to_end(tmp_path: Path, capsys: pytest.CaptureFixture
 
 @pytest.mark.slow
 def test_demo_answers_with_smollm2(tmp_path: Path) -> None:
-    from evomem.examples import history_batches, load_history
+    from evomem.examples import load_fixture, load_history
     from memcore.memory import Memory
     from graph.embedded import EmbeddedStore
     from llmclients.embeddings import HashEmbedder
@@ -93,8 +93,7 @@ def test_demo_answers_with_smollm2(tmp_path: Path) -> None:
     store.setup()
     mem = Memory(store, HashEmbedder(64))
     history = load_history()
-    for b in history_batches(history):
-        mem.apply(b.model_copy(update={"session_hash": b.session_id}))
+    load_fixture(mem, history)
     printed: list[str] = []
     results = run_demo_answers(mem, history["requests"][:2], config=PipelineConfig(k=4, max_answer_tokens=12),
                                out=printed.append)
