@@ -18,7 +18,7 @@ oracle > evidence > none and oracle > wrong:
     python bench/policy_reader.py --data runs/neutral/heldout-bench.jsonl --per-family 2 \
         --reader policy/artefact/smollm2-reader-v1 --conditions none,evidence,rule,oracle,wrong --out runs/r.jsonl
 
-The MiniLM cross-encoder reader (``policy/xreader.py``) with ``--xreader FOLDER`` (seconds for 267 rows).
+A MiniLM reader (``policy/xreader_fast.py`` or the cross-encoder ``policy/xreader.py``) with ``--xreader FOLDER``.
 
 Rows already in ``--out`` are skipped, so a run can be resumed (the box is shared).
 """
@@ -50,8 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--reader", default=None, help="A fine-tuned reader adapter (evomem train-reader, e.g. "
                     "policy/artefact/smollm2-reader-v1); default: the base SmolLM2. Conditions oracle / wrong "
                     "(policy.reader_tune.oracle_state: right roles / the two sides swapped) need neutral instances.")
-    ap.add_argument("--xreader", default=None, help="The MiniLM cross-encoder reader (policy/xreader.py, e.g. "
-                    "policy/artefact/xreader-minilm-v1) instead of an LM reader; its scores go in the lm/* columns.")
+    ap.add_argument("--xreader", default=None, help="A MiniLM reader artefact (policy/xreader_fast.py, e.g. "
+                    "policy/artefact/xreader-fast-v1, or the cross-encoder of policy/xreader.py) instead of an LM "
+                    "reader; its scores go in the lm/* columns.")
     ap.add_argument("--prompt", default=None, help="Answer prompt of the base reader (default memsyco; a fine-tuned "
                     "reader uses the one its manifest names).")
     ap.add_argument("--summary-only", action="store_true", help="Only print the summary of --out.")
@@ -95,9 +96,11 @@ def run(ns: argparse.Namespace, out: Path) -> None:
     done = {json.loads(x)["instance_id"] for x in out.read_text().splitlines() if x.strip()} if out.is_file() else set()
     reader: Any
     if ns.xreader:
-        from policy.xreader import XReader
+        from policy.xreader_fast import load_any
 
-        reader = XReader.load(ns.xreader)
+        reader = load_any(ns.xreader)
+        if reader is None:
+            raise SystemExit(f"{ns.xreader}: no MiniLM reader artefact (policy/xreader.py, policy/xreader_fast.py)")
     elif ns.reader:
         reader = LMReader.finetuned(ns.reader, **({"evidence_budget": ns.evidence_budget} if ns.evidence_budget else {}))
     else:

@@ -251,8 +251,8 @@ class XReader:
 class XAnswerModel:
     """``policy.rewards.AnswerModel`` over an ``XReader`` (frozen); ``graded`` gives the GRPO reward a spread."""
 
-    def __init__(self, reader: XReader):
-        self.reader = reader
+    def __init__(self, reader: Any):
+        self.reader = reader  # an XReader or a policy.xreader_fast.XFastReader (the same three methods)
         self.name = reader.name
 
     def answer(self, instance: TrainingInstance, state: ReasoningState | None) -> str | None:
