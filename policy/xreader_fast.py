@@ -69,6 +69,8 @@ class XFastConfig(BaseModel):
     hidden: int = 64
     proj: int = 32
     evidence_budget: int = 400
+    graph_state: bool = Field(default=True, description="Render the graph's relational state on the memory lines "
+                              "(expired, superseded by ...); False: the Reasoning State is the only carrier of it.")
     weights: dict[str, float] = Field(default_factory=lambda: {c: 1.0 for c in CONDITIONS})
     num_threads: int = 1
 
@@ -111,10 +113,10 @@ def tag_features(state: ReasoningState | None, alias: str) -> np.ndarray:
     return x
 
 
-def memory_lines(bundle: EvidenceBundle, budget: int) -> list[tuple[str, str]]:
+def memory_lines(bundle: EvidenceBundle, budget: int, graph_state: bool = True) -> list[tuple[str, str]]:
     """(alias, line text without its alias) for every memory line the render includes, best units first."""
     out = []
-    for line in render_context(bundle, budget=budget, with_state=True, style="full").text.splitlines():
+    for line in render_context(bundle, budget=budget, with_state=graph_state, style="full").text.splitlines():
         m = _LINE.match(line.strip())
         if m:
             out.append((m.group(1), m.group(2)))
@@ -122,10 +124,10 @@ def memory_lines(bundle: EvidenceBundle, budget: int) -> list[tuple[str, str]]:
 
 
 def featurize(enc: Encoder, request: str, bundle: EvidenceBundle, choices: Sequence[str],
-              shown: ReasoningState | str, budget: int) -> dict[str, np.ndarray]:
+              shown: ReasoningState | str, budget: int, graph_state: bool = True) -> dict[str, np.ndarray]:
     """Arrays for one (instance, condition): options (k, d), request (d), lines (n, d), tags (n, TAG_DIM),
     rule vectors per line (n, d) and rule flags per line (n, 2)."""
-    lines = [] if shown == "none" else memory_lines(bundle, budget)
+    lines = [] if shown == "none" else memory_lines(bundle, budget, graph_state)
     state = shown if isinstance(shown, ReasoningState) else None
     rules = list(state.rules) if state is not None else []
     vecs = enc(list(choices) + [request] + [t for _, t in lines] + rules)
@@ -202,16 +204,17 @@ def _tensors(f: dict[str, np.ndarray]) -> dict[str, Any]:
 class XFastReader:
     """``option_logprobs`` / ``graded`` / ``answer_text`` like ``policy.xreader.XReader``."""
 
-    def __init__(self, head: Any, encoder: Encoder, evidence_budget: int = 400, name: str = XFAST_VERSION):
-        self.head, self.enc, self.evidence_budget = head, encoder, evidence_budget
-        self.name = f"{name}:ev{evidence_budget}"
+    def __init__(self, head: Any, encoder: Encoder, evidence_budget: int = 400, name: str = XFAST_VERSION,
+                 graph_state: bool = True):
+        self.head, self.enc, self.evidence_budget, self.graph_state = head, encoder, evidence_budget, graph_state
+        self.name = f"{name}:ev{evidence_budget}" + ("" if graph_state else ":nograph")
         self.truncated = 0
 
     def option_logprobs(self, request: str, bundle: EvidenceBundle, choices: Sequence[str],
                         state: ReasoningState | str) -> list[float]:
         import torch
 
-        x = _tensors(featurize(self.enc, request, bundle, choices, state, self.evidence_budget))
+        x = _tensors(featurize(self.enc, request, bundle, choices, state, self.evidence_budget, self.graph_state))
         with torch.no_grad():
             return [float(v) for v in torch.log_softmax(self.head(x), 0)]
 
@@ -253,7 +256,7 @@ class XFastReader:
         with np.load(folder / "weights.npz") as z:
             head.load_state_dict({k: torch.from_numpy(np.asarray(z[k]).astype(np.float32)) for k in z.files})
         head.eval()
-        r = cls(head, Encoder(base), evidence_budget=int(man["evidence_budget"]))
+        r = cls(head, Encoder(base), evidence_budget=int(man["evidence_budget"]), graph_state=bool(cfg.get("graph_state", True)))
         probe = man.get("probe")
         if probe:
             got = r.enc([probe["text"]])[0]
@@ -300,7 +303,7 @@ def train_xfast(cfg: XFastConfig, command: str = "") -> dict[str, Any]:
             assert inst.choices
             for c in cs:
                 shown, right = condition_state(inst, c)
-                f = featurize(enc, inst.request, inst.bundle(), inst.choices, shown, cfg.evidence_budget)
+                f = featurize(enc, inst.request, inst.bundle(), inst.choices, shown, cfg.evidence_budget, cfg.graph_state)
                 out.append((_tensors(f), target_index(inst, right), c, cfg.weights.get(c, 1.0)))
         return out
 
@@ -354,7 +357,7 @@ def train_xfast(cfg: XFastConfig, command: str = "") -> dict[str, Any]:
             best_state = {k: x.clone() for k, x in head.state_dict().items()}
     head.load_state_dict(best_state)
     head.eval()
-    reader = XFastReader(head, enc, cfg.evidence_budget)
+    reader = XFastReader(head, enc, cfg.evidence_budget, graph_state=cfg.graph_state)
     probe_text = train[0].request
     manifest = {"name": cfg.name, "config": cfg.model_dump(), "command": command, "best_epoch": best_epoch,
                 "val": best, "val_history": history, "dim": d,
