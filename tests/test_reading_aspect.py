@@ -46,9 +46,18 @@ def test_no_class_is_left_without_a_sentence() -> None:
     ("I read a book about sloths.", False),
     ("I'm going to repaint the kitchen.", False),
     ("My sister said she got the job.", False),
+    # a source's directive to the speaker is an instruction, not a claim about the world
+    ("My coach said no sprinting until March.", False),
+    ("The physio says to ice it twice a day.", False),
+    ("My doctor said I shouldn't lift anything heavy.", False),
 ])
 def test_relays_claim(sentence: str, ok: bool) -> None:
     assert relays_claim(sentence) == ok
+
+
+def test_a_directive_from_a_source_leaves_the_speakers_constraint() -> None:
+    """The source-says class once took "the doctor said no running" for a claim, so an injury read as a belief."""
+    assert classify_with_source("I injured my shoulder climbing, and my doctor said no bouldering.") == ("constraint", True)
 
 
 @pytest.mark.parametrize("sentence, expected", [

@@ -8,7 +8,8 @@ be disputed by outside evidence (``graph.rules.DISPUTABLE_KINDS``). Classes:
 - reported by the speaker: a verb of hearing or reading with a that-clause ("I read that …", "we were told …",
   "I heard somewhere that …"), or a saying of the speaker's people ("in my family we say …", "people say …");
 - a source says: a written or spoken source of the speaker's as subject of "says" / "claims" ("My atlas says …",
-  "the guy at the gym claims …");
+  "the guy at the gym claims …"), unless what it says is a directive to the speaker ("my coach said no sprinting",
+  "the doctor says I shouldn't lift"): an instruction is a constraint, not a claim;
 - predicted of a thing: "going to" / "gonna" whose subject is a gerund or "it" / "that" / "this", which cannot
   plan ("Cracking my knuckles is going to give me arthritis").
 
@@ -28,7 +29,11 @@ CLAIM = CueSet("relayed or predicted claim", [
     ("a source says", r"(?:my|our|the|this|that)\s+(?:[a-z-]+\s+){0,2}?(?:book|guidebook|atlas|textbook|teacher|"
                       r"doctor|coach|trainer|app|article|blog|magazine|podcast|video|website|friend|guy|uncle|aunt|"
                       r"neighbou?r|grandma|grandpa|mum|mom|dad)(?:\s+(?:at|from|in|on)\s+(?:my|our|the)\s+[a-z-]+)?\s+"
-                      r"(?:says|said|claims|claimed)\b"),
+                      r"(?:says|said|claims|claimed)\b"
+                      # ... unless what follows is a directive to the speaker ("said no running", "says to rest",
+                      # "said I shouldn't lift"): an instruction, not a claim about the world
+                      r"(?!,?\s+(?:no|not to|to|I (?:should|shouldn't|must|mustn't|can't|cannot|need to|have to)|"
+                      r"i (?:should|shouldn't|must|can't|need to|have to))\b)"),
     ("predicted of a thing", r"^(?:[A-Za-z]+ing\b[^,.;!?]{0,60}?|(?:it|that|this))(?:\s+is|'s)\s+(?:going to|gonna)"),
 ])
 
