@@ -30,6 +30,7 @@ from typing import Any, Literal
 
 from policy.answer_prompts import answer_messages as build_answer_messages
 from policy.answer_prompts import load_answer_prompt
+from policy.option_scoring import OptionReader, OptionScoring
 from policy.prompt import as_dicts
 from policy.state import ReasoningState, state_words
 from retrieval.render import render_context
@@ -50,7 +51,7 @@ def visible_state(state: ReasoningState, aliases: Sequence[str]) -> str:
     return "\n".join(lines + [f"RULE: {r}" for r in state.rules])
 
 
-class LMReader:
+class LMReader(OptionScoring):
     """``option_logprobs`` / ``graded`` / ``answer`` over (request, bundle, choices, state or condition)."""
 
     def __init__(self, model: Any, tokenizer: Any, *, prompt: str = "memsyco", evidence_budget: int = EVIDENCE_BUDGET,
@@ -180,56 +181,32 @@ class LMReader:
         return text[: st if st >= 0 else end]
 
     def option_logprobs(self, request: str, bundle: EvidenceBundle, choices: Sequence[str],
-                        state: ReasoningState | Condition) -> list[float]:
-        text = self.prompt_text(request, bundle, choices, state)
+                        state: ReasoningState | str) -> list[float]:
+        text = self.prompt_text(request, bundle, choices, state)  # type: ignore[arg-type]
         return self.continuation_logprobs(text, list(choices), self.split_head(text))
 
-    def graded(self, instance: TrainingInstance, state: ReasoningState | Condition) -> float:
-        """P(reference option) over the options, or exp(mean log-prob of the reference) on open rows (0..1)."""
-        bundle = instance.bundle()
-        if instance.choices:
-            lps = self.option_logprobs(instance.request, bundle, instance.choices, state)
-            return self.graded_choice(lps, instance.choices, instance.reference_answer)
-        text = self.prompt_text(instance.request, bundle, None, state)
+    def graded_open(self, instance: TrainingInstance, state: ReasoningState | str) -> float:
+        """exp(mean log-prob per token of the reference) on an open row (0..1)."""
+        text = self.prompt_text(instance.request, instance.bundle(), None, state)  # type: ignore[arg-type]
         lp = self.continuation_logprobs(text, [instance.reference_answer], self.split_head(text))[0]
         return math.exp(lp)
 
-    @staticmethod
-    def graded_choice(lps: Sequence[float], choices: Sequence[str], reference: str) -> float:
-        """Softmax probability of ``reference`` over the options' mean log-probabilities (0 if not an option).
-
-        >>> round(LMReader.graded_choice([-1.0, -1.0], ["a", "b"], "b"), 2)
-        0.5
-        """
-        ref = _choice_index(choices, reference)
-        z = max(lps)
-        ps = [math.exp(v - z) for v in lps]
-        return ps[ref] / sum(ps) if ref is not None else 0.0
-
-    def answer_text(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None,
-                    state: ReasoningState | Condition) -> str:
-        if choices:
-            lps = self.option_logprobs(request, bundle, choices, state)
-            return choices[max(range(len(choices)), key=lambda k: (lps[k], -k))]
+    def answer_open(self, request: str, bundle: EvidenceBundle, state: ReasoningState | str) -> str:
+        """A greedy reply of at most ``OPEN_ANSWER_TOKENS`` tokens."""
         import torch
 
-        enc = self._ids(self.prompt_text(request, bundle, None, state))
+        enc = self._ids(self.prompt_text(request, bundle, None, state))  # type: ignore[arg-type]
         with torch.no_grad():
             out = self.model.generate(enc, max_new_tokens=OPEN_ANSWER_TOKENS, do_sample=False,
                                       eos_token_id=self.tokenizer.eos_token_id, pad_token_id=self.tokenizer.pad_token_id)
         return str(self.tokenizer.decode(out[0, enc.shape[1]:], skip_special_tokens=True)).strip()
 
 
-def _choice_index(choices: Sequence[str], reference: str) -> int | None:
-    norm = [c.strip().lower() for c in choices]
-    r = reference.strip().lower()
-    return norm.index(r) if r in norm else None
-
-
 class LMAnswerModel:
-    """``policy.rewards.AnswerModel`` over an ``LMReader``; ``graded`` gives the reward a spread."""
+    """``policy.rewards.AnswerModel`` over any frozen reader (``OptionReader``: ``LMReader``, the MiniLM readers of
+    ``policy/xreader.py`` and ``policy/xreader_fast.py``); ``graded`` gives the reward a spread."""
 
-    def __init__(self, reader: LMReader):
+    def __init__(self, reader: OptionReader):
         self.reader = reader
         self.name = reader.name
 

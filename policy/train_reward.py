@@ -24,11 +24,10 @@ def build_answer_model(cfg: TrainConfig) -> tuple[AnswerModel, Judge | None]:
         from policy.lmreader import LMAnswerModel, LMReader
 
         if cfg.answer.reader_adapter:
-            from policy.xreader import XAnswerModel
             from policy.xreader_fast import is_minilm_reader, load_any
 
             if is_minilm_reader(cfg.answer.reader_adapter):  # a MiniLM reader (policy/xreader.py, xreader_fast.py)
-                return XAnswerModel(load_any(cfg.answer.reader_adapter)), None
+                return LMAnswerModel(load_any(cfg.answer.reader_adapter)), None
             return LMAnswerModel(LMReader.finetuned(cfg.answer.reader_adapter)), None
         return LMAnswerModel(LMReader.smollm2()), None
     from llmclients.factory import make_chat_model

@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from policy.option_scoring import OptionScoring
 from policy.reader_tune import CONDITIONS, balanced, condition_state, draw_batch, split_val, target_index
 from policy.state import ReasoningState
 from retrieval.render import render_context
@@ -155,9 +156,9 @@ def build_net(train_layers: int, base: str | None = None) -> Any:
     return XNet()
 
 
-class XReader:
-    """``option_logprobs`` / ``graded`` / ``answer_text`` like ``policy.lmreader.LMReader`` (so the bench and
-    ``LMAnswerModel`` take either); scores are log-softmax over the options."""
+class XReader(OptionScoring):
+    """``option_logprobs`` (log-softmax over the options); ``graded`` / ``answer_text`` from ``OptionScoring``,
+    as for ``policy.lmreader.LMReader`` (so the bench and ``LMAnswerModel`` take either)."""
 
     def __init__(self, net: Any, tokenizer: Any, *, max_len: int = 384, evidence_budget: int = 400,
                  name: str = XREADER_VERSION):
@@ -184,22 +185,6 @@ class XReader:
         self.net.eval()
         with torch.no_grad():
             return [float(x) for x in torch.log_softmax(self.logits(request, bundle, choices, state), 0)]
-
-    def graded(self, instance: TrainingInstance, state: ReasoningState | str) -> float:
-        """P(reference option); 0.0 on an open row (this reader only chooses between options)."""
-        if not instance.choices:
-            return 0.0
-        lps = self.option_logprobs(instance.request, instance.bundle(), instance.choices, state)
-        norm = [c.strip().lower() for c in instance.choices]
-        ref = instance.reference_answer.strip().lower()
-        return math.exp(lps[norm.index(ref)]) if ref in norm else 0.0
-
-    def answer_text(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None,
-                    state: ReasoningState | str) -> str:
-        if not choices:
-            return ""
-        lps = self.option_logprobs(request, bundle, choices, state)
-        return choices[max(range(len(choices)), key=lambda k: (lps[k], -k))]
 
     # --- artefact -------------------------------------------------------------------------------------
 
@@ -246,21 +231,6 @@ class XReader:
             if max(abs(a - b) for a, b in zip(got, probe["logits"])) > 0.05:
                 raise ValueError(f"{folder}: probe not reproduced; the base package is not the one it was trained on")
         return r
-
-
-class XAnswerModel:
-    """``policy.rewards.AnswerModel`` over an ``XReader`` (frozen); ``graded`` gives the GRPO reward a spread."""
-
-    def __init__(self, reader: Any):
-        self.reader = reader  # an XReader or a policy.xreader_fast.XFastReader (the same three methods)
-        self.name = reader.name
-
-    def answer(self, instance: TrainingInstance, state: ReasoningState | None) -> str | None:
-        return self.reader.answer_text(instance.request, instance.bundle(), instance.choices,
-                                       state if state is not None else "evidence")
-
-    def graded(self, instance: TrainingInstance, state: ReasoningState | None) -> float:
-        return self.reader.graded(instance, state if state is not None else "evidence")
 
 
 def is_xreader(folder: str | Path) -> bool:
@@ -393,5 +363,5 @@ if __name__ == "__main__":
     raise SystemExit(main())
 
 
-__all__ = ["ARTEFACT", "XREADER_VERSION", "XAnswerModel", "XReader", "is_xreader", "XReaderConfig", "build_net", "heldout_row", "load_config",
+__all__ = ["ARTEFACT", "XREADER_VERSION", "XReader", "is_xreader", "XReaderConfig", "build_net", "heldout_row", "load_config",
            "refuse_heldout", "render_pair", "train_xreader", "validate"]

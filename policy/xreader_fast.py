@@ -30,7 +30,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import math
 import random
 import re
 import time
@@ -41,6 +40,7 @@ from typing import Any
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from policy.option_scoring import OptionScoring
 from policy.reader_tune import CONDITIONS, condition_state, split_val, target_index
 from policy.state import PRIORITIES, ROLES, ReasoningState
 from policy.xreader import base_path, load_rows, refuse_heldout
@@ -201,8 +201,8 @@ def _tensors(f: dict[str, np.ndarray]) -> dict[str, Any]:
     return {k: torch.from_numpy(np.asarray(v, np.float32)) for k, v in f.items()}
 
 
-class XFastReader:
-    """``option_logprobs`` / ``graded`` / ``answer_text`` like ``policy.xreader.XReader``."""
+class XFastReader(OptionScoring):
+    """``option_logprobs`` (log-softmax over the options); ``graded`` / ``answer_text`` from ``OptionScoring``."""
 
     def __init__(self, head: Any, encoder: Encoder, evidence_budget: int = 400, name: str = XFAST_VERSION,
                  graph_state: bool = True):
@@ -217,21 +217,6 @@ class XFastReader:
         x = _tensors(featurize(self.enc, request, bundle, choices, state, self.evidence_budget, self.graph_state))
         with torch.no_grad():
             return [float(v) for v in torch.log_softmax(self.head(x), 0)]
-
-    def graded(self, instance: TrainingInstance, state: ReasoningState | str) -> float:
-        if not instance.choices:
-            return 0.0
-        lps = self.option_logprobs(instance.request, instance.bundle(), instance.choices, state)
-        norm = [c.strip().lower() for c in instance.choices]
-        ref = instance.reference_answer.strip().lower()
-        return math.exp(lps[norm.index(ref)]) if ref in norm else 0.0
-
-    def answer_text(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None,
-                    state: ReasoningState | str) -> str:
-        if not choices:
-            return ""
-        lps = self.option_logprobs(request, bundle, choices, state)
-        return choices[max(range(len(choices)), key=lambda k: (lps[k], -k))]
 
     def save(self, folder: str | Path, manifest: dict[str, Any]) -> None:
         folder = Path(folder)

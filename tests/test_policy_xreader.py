@@ -15,9 +15,11 @@ from typing import Any
 
 import pytest
 
+from policy.lmreader import LMAnswerModel, LMReader
+from policy.option_scoring import OptionReader, OptionScoring
 from policy.reader_tune import oracle_state
 from policy.state import ReasoningState
-from policy.xreader import (XAnswerModel, XReader, XReaderConfig, heldout_row, is_xreader, refuse_heldout, render_pair,
+from policy.xreader import (XReader, XReaderConfig, heldout_row, is_xreader, refuse_heldout, render_pair,
                             train_xreader)
 from policy.xreader_fast import XFAST_ARTEFACT, XFastConfig, XFastReader, load_any, memory_lines, train_xfast
 from training_data.base import FactSpec, TrainingInstance, assemble
@@ -159,4 +161,34 @@ def test_the_grpo_preset_swaps_in_the_cross_encoder_reader(monkeypatch: pytest.M
 
     monkeypatch.setattr(XFastReader, "load", staticmethod(fake))
     model, judge = train_mod.build_answer_model(cfg)
-    assert isinstance(model, XAnswerModel) and judge is None and seen == [XFAST_ARTEFACT]
+    assert isinstance(model, LMAnswerModel) and isinstance(model.reader, XFastReader) and judge is None and seen == [XFAST_ARTEFACT]
+
+
+def test_the_three_readers_share_one_option_scoring(neutral: list[TrainingInstance]) -> None:
+    """graded = softmax P(reference) of option_logprobs, answer_text = the best option (ties: the first), open
+    rows 0.0 / "" unless the reader says otherwise; every reader satisfies the protocol LMAnswerModel takes."""
+
+    class Fixed(OptionScoring):
+        name = "fixed"
+
+        def __init__(self, lps: list[float]):
+            self.lps = lps
+
+        def option_logprobs(self, request: str, bundle: Any, choices: Any, state: ReasoningState | str) -> list[float]:
+            return self.lps
+
+    inst = neutral[0]
+    assert inst.choices
+    ref = [c.lower() for c in inst.choices].index(inst.reference_answer.lower())
+    lps = [0.0, 0.0]
+    lps[ref] = 1.0
+    assert abs(Fixed(lps).graded(inst, "evidence") - 0.7310585786) < 1e-6  # e / (1 + e)
+    assert Fixed(lps).answer_text(inst.request, inst.bundle(), inst.choices, "evidence") == inst.choices[ref]
+    assert Fixed([0.0, 0.0]).answer_text(inst.request, inst.bundle(), inst.choices, "none") == inst.choices[0]
+    model = LMAnswerModel(Fixed(lps))
+    assert model.answer(inst, None) == inst.reference_answer and model.graded(inst, None) > 0.7
+    assert Fixed(lps).graded(inst.model_copy(update={"choices": None}), "evidence") == 0.0
+    assert Fixed(lps).answer_text(inst.request, inst.bundle(), None, "evidence") == ""
+    for cls in (LMReader, XReader, XFastReader):
+        assert issubclass(cls, OptionScoring) and "graded" not in vars(cls) and "answer_text" not in vars(cls)
+    assert isinstance(Fixed(lps), OptionReader)
