@@ -4,7 +4,10 @@ Even if the parser let something through, the engine it reaches holds one user's
 Turns, Edits and Sessions and nothing else: no other user, no embeddings, no UserMeta. Both backends
 use it, so a Neo4j server never sees user-written Cypher. The copy is rebuilt when the user's data
 changes: it is cached by (user, digest of the user's snapshot), so a purge-and-reingest that lands
-on the same version number cannot serve purged text. The copies live in sandbox worker processes
+on the same version number cannot serve purged text. The snapshot itself is read only when the
+user's ``version_token`` (graph/store.py: it changes on every commit, undo, purge and replace, and a
+purged user never repeats one) differs from the one the cached copy was built under, so a query's
+cost does not grow with the user's history: one token read, then the worker's copy. The copies live in sandbox worker processes
 (graph/cypher/pool.py, graph/cypher/worker.py), never in the server: a query that crashes the
 native engine, stalls it at bind time or allocates gigabytes ends one worker under its OS limits,
 and its caller gets a 4xx; the server and every other user carry on. Queries run in a READ ONLY
@@ -22,6 +25,8 @@ import hashlib
 import re
 import threading
 import weakref
+from collections import OrderedDict
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -129,20 +134,58 @@ _INTERNAL = re.compile(r"\b([vac])(\d+)\b")
 _EMPTY = "\x00"  # every empty user shares one empty copy; no user id is stored in it
 
 
+@dataclass(frozen=True)
+class _Copy:
+    """What one user's queries run on while their version token stays ``token``."""
+
+    token: str
+    user: str  # the pool's routing key (_EMPTY for an empty user)
+    key: str  # the worker's copy key: user and snapshot digest
+    snap: Snapshot | None  # None for an empty user
+
+
 class CypherSandbox:
-    """Compiles in process (refusals cost nothing), runs in a worker process (graph/cypher/pool.py)."""
+    """Compiles in process (refusals cost nothing), runs in a worker process (graph/cypher/pool.py).
+
+    Per user it remembers the snapshot the worker's copy was built from, under the version token read
+    before that snapshot (so the snapshot is at least as new as its token): while the token is unchanged
+    a query reads no snapshot and computes no digest. Entries are per user id, never shared."""
 
     def __init__(self, settings: SandboxSettings | None = None):
         self.settings = settings or SandboxSettings()
         self.pool = SandboxPool(self.settings, SCHEMA, {**_LOAD, **_LINK})
+        self._copies: OrderedDict[str, _Copy] = OrderedDict()
+        self._copies_lock = threading.Lock()
+        self.snapshot_loads = 0  # snapshots read for user queries (tests and bench/cypher_cache.py read it)
+
+    def _copy(self, store: Any, user_id: str) -> _Copy:
+        token = store.version_token(user_id)  # before the snapshot: a write in between changes the token
+        with self._copies_lock:
+            hit = self._copies.get(user_id)
+            if hit is not None and hit.token == token:
+                self._copies.move_to_end(user_id)
+                return hit
+        snap = store.load_snapshot(user_id)
+        self.snapshot_loads += 1
+        if snap.user_id != user_id:
+            raise CypherFailed("the store returned another user's snapshot")  # never cache across users
+        empty = not (snap.facts or snap.concepts or snap.edits or snap.turn_ids or snap.sessions)
+        copy = (_Copy(token, _EMPTY, _EMPTY, None) if empty
+                else _Copy(token, user_id, f"{user_id}\x00{snapshot_digest(snap)}", snap))
+        with self._copies_lock:
+            self._copies[user_id] = copy
+            self._copies.move_to_end(user_id)
+            while len(self._copies) > self.settings.workers * self.settings.max_users:
+                self._copies.popitem(last=False)
+        return copy
 
     def run(self, store: Any, user_id: str, query: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         compiled = compile_query(query, params, user_id)  # refusals cost no store access
-        snap = store.load_snapshot(user_id)
-        empty = not (snap.facts or snap.concepts or snap.edits or snap.turn_ids or snap.sessions)
-        user, key = (_EMPTY, _EMPTY) if empty else (user_id, f"{user_id}\x00{snapshot_digest(snap)}")
+        c = self._copy(store, user_id)
+        snap = c.snap
         try:
-            out = self.pool.run(user, key, lambda: {} if empty else _rows(store, snap), compiled.text, compiled.params)
+            out = self.pool.run(c.user, c.key, lambda: {} if snap is None else _rows(store, snap), compiled.text,
+                                compiled.params)
         except WorkerError as e:
             raise _translate(e, compiled.names, self.settings) from None
         return [dict(zip(compiled.columns, row)) for row in out]
