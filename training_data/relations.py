@@ -22,7 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -30,16 +30,18 @@ import numpy as np
 from induction.adapters import load_locomo, load_memsyco
 from induction.extract import CandidateFact
 from induction.offline import NEGATION, OfflineExtractor, plain
-from induction.relations.features import (LABELS, SHIFT, FactView, PairContext, pair_features, turn_overlap, turn_ranks,
-                                          turn_shift)
+from induction.relations.features import (LABELS, SHIFT, STRUCT_NAMES, FactView, PairContext, pair_features,
+                                          turn_overlap, turn_ranks, turn_shift)
 from induction.resolve import embedding_text, normalize_text
 from induction.session import Session
 from training_data.relations_synthetic import synthetic_dialogues
 
 Embed = Callable[[Sequence[str]], np.ndarray]
 Labeler = Callable[[int, int], "str | None"]
+PairFilter = Callable[[list[CandidateFact], int, int, PairContext], bool]
 # files whose dialogues state no change of mind (the gold item is "active", the policy "use" / "constrain_to_scope")
 NO_CHANGE_TASKS = frozenset({"personalized_memory_use", "contextual_scope_control"})
+IN_SESSION = STRUCT_NAMES.index("in_session")
 MEMSYCO_TASKS = ("valid_memory_selection", "memory_evidence_conflict", "contextual_scope_control",
                  "personalized_memory_use", "objective_fact_judgment")
 
@@ -72,21 +74,34 @@ def changed_turns(facts: Sequence[CandidateFact]) -> set[str]:
 
 def dialogue_facts(session: Session, extractor: OfflineExtractor, embed: Embed) -> tuple[list[CandidateFact], np.ndarray]:
     """The session's facts in time order (text duplicates of the same holder dropped, as resolve does)."""
-    facts = sorted(extractor.extract(session).facts, key=lambda c: c.order)
+    facts, vecs, _ = session_facts([session], extractor, embed)
+    return facts, vecs
+
+
+def session_facts(sessions: Sequence[Session], extractor: OfflineExtractor, embed: Embed
+                  ) -> tuple[list[CandidateFact], np.ndarray, list[int]]:
+    """The facts of several sessions of one user, each session extracted on its own (as ingest does), in session
+    then time order, with each fact's session index (text duplicates of the same holder dropped, as resolve does:
+    a repeat in a later session is a duplicate of the stored fact)."""
     seen: set[tuple[str, str]] = set()
-    keep = []
-    for c in facts:
-        key = (c.holder, normalize_text(c.statement))
-        if key not in seen:
-            seen.add(key)
-            keep.append(c)
+    keep: list[CandidateFact] = []
+    sess: list[int] = []
+    for k, session in enumerate(sessions):
+        for c in sorted(extractor.extract(session).facts, key=lambda c: c.order):
+            key = (c.holder, normalize_text(c.statement))
+            if key not in seen:
+                seen.add(key)
+                keep.append(c)
+                sess.append(k)
     vecs = np.asarray(embed([embedding_text(c) for c in keep]), dtype=np.float32) if keep else np.zeros((0, 1), np.float32)
-    return keep, vecs
+    return keep, vecs, sess
 
 
 def candidate_pairs(facts: Sequence[CandidateFact], vecs: np.ndarray, min_similarity: float,
-                    max_candidates: int) -> list[tuple[int, int, PairContext]]:
-    """(new, older partner, context) as ingest forms them: earlier facts of another turn, closest first."""
+                    max_candidates: int, session_of: Sequence[int] | None = None) -> list[tuple[int, int, PairContext]]:
+    """(new, older partner, context) as ingest forms them: earlier facts of another turn, closest first.
+    ``session_of``: each fact's session; a partner from an earlier session is a stored fact at ingest
+    (``in_session`` 0), one of the same session a fact of the batch (1). None: one session."""
     sims = vecs @ vecs.T if len(facts) else np.zeros((0, 0))
     turn = [c.source_turn_ids[0] if c.source_turn_ids else "" for c in facts]
     members: dict[str, list[int]] = {}
@@ -105,32 +120,56 @@ def candidate_pairs(facts: Sequence[CandidateFact], vecs: np.ndarray, min_simila
         for rank, j in enumerate(cands):
             out.append((i, j, PairContext(similarity=float(sims[i, j]), rank=rank, n_candidates=len(cands),
                                           same_concept=facts[j].concept == c.concept,
-                                          near_concept=facts[j].concept[:1] == c.concept[:1], in_session=True,
+                                          near_concept=facts[j].concept[:1] == c.concept[:1],
+                                          in_session=session_of is None or session_of[i] == session_of[j],
                                           turn_sim=overlap[turn[i], turn[j]], turn_rank=ranks[turn[j]],
                                           n_turns=len(ranks))))
     return out
 
 
-def label_dialogue(session: Session, labeler_of: Callable[[list[CandidateFact], np.ndarray], Labeler], group: str,
-                   source: str, extractor: OfflineExtractor, embed: Embed, pair_embedding: bool,
-                   min_similarity: float, max_candidates: int) -> PairSet:
-    facts, vecs = dialogue_facts(session, extractor, embed)
+def label_dialogue(session: Session | Sequence[Session], labeler_of: Callable[[list[CandidateFact], np.ndarray], Labeler],
+                   group: str, source: str, extractor: OfflineExtractor, embed: Embed, pair_embedding: bool,
+                   min_similarity: float, max_candidates: int, keep: PairFilter | None = None,
+                   split_copy: bool = False) -> PairSet:
+    """The labelled candidate pairs of one user's dialogue: one session, or several (each extracted on its own;
+    a pair across two sessions has ``in_session`` 0, as a stored partner has at ingest). ``keep``: which pairs
+    to label at all. ``split_copy``: the dialogue is one session (MemSyco), but the change it states could as
+    well arrive in a later session: every pair that crosses the turn of the first ``supersedes`` pair's newer
+    fact is added once more as that later session would give it (``in_session`` 0; candidates, ranks, turns and
+    labels are the same, the older facts being earlier either way)."""
+    sessions = [session] if isinstance(session, Session) else list(session)
+    facts, vecs, sess = session_facts(sessions, extractor, embed)
     out = PairSet()
     if len(facts) < 2:
         return out
     lab = labeler_of(facts, vecs)
     chg = changed_turns(facts)
     views = [fact_view(c, c.source_turn_ids[0] in chg) for c in facts]
-    for i, j, ctx in candidate_pairs(facts, vecs, min_similarity, max_candidates):
-        y = lab(i, j)
-        if y is None:
+    rows: list[tuple[int, int, PairContext, str]] = []
+    for i, j, ctx in candidate_pairs(facts, vecs, min_similarity, max_candidates, sess if len(sessions) > 1 else None):
+        if keep is not None and not keep(facts, i, j, ctx):
             continue
+        y = lab(i, j)
+        if y is not None:
+            rows.append((i, j, ctx, y))
+    if split_copy:
+        firsts = [facts[i].order for i, _, _, y in rows if y == "supersedes"]
+        if firsts:
+            at = min(firsts)[0]  # the turn seq the later session would start with
+            rows += [(i, j, replace(ctx, in_session=False), y) for i, j, ctx, y in rows
+                     if ctx.in_session and facts[i].order[0] >= at > facts[j].order[0]]
+    for i, j, ctx, y in rows:
         out.X.append(pair_features(views[i], views[j], ctx, vecs[i], vecs[j], pair_embedding))
         out.y.append(LABELS.index(y))
         out.group.append(group)
         out.source.append(source)
         out.text.append((facts[i].statement, facts[j].statement))
     return out
+
+
+def in_session(x: np.ndarray) -> bool:
+    """The ``in_session`` feature of a pair's row (1: both facts of one session)."""
+    return bool(x[IN_SESSION] > 0.5)
 
 
 # ---------------------------------------------------------------- labelers
@@ -261,8 +300,10 @@ def memsyco_pairs(root: str | Path, embed: Embed, extractor: OfflineExtractor, p
                   min_similarity: float, max_candidates: int, near: float = 0.5, far: float = 0.35,
                   tasks: Sequence[str] = MEMSYCO_TASKS, max_rows: int | None = None,
                   heldout: tuple[int, int] | None = None, continuations: bool = False,
-                  nearest_item: bool = True) -> PairSet:
+                  nearest_item: bool = True, split: bool = False) -> PairSet:
     """``heldout = (a, b)``: rows a..b-1 of every task file are never used (the block the evals report on).
+    ``split``: a valid-memory row's pairs across its change turn once more as if that turn came in a later
+    session (``label_dialogue``'s ``split_copy``).
     ``continuations``: also label, as unrelated, every pair of the no-change files (personalized use, scope)
     and every pair of a valid-memory row whose older side is in no turn the change replaces."""
     out = PairSet()
@@ -297,31 +338,64 @@ def memsyco_pairs(root: str | Path, embed: Embed, extractor: OfflineExtractor, p
                 labeler_of = keep_current_labeler([i.content for i in row.items], embed, near, far,
                                                   every_pair=continuations and task in NO_CHANGE_TASKS)
             out.add(label_dialogue(row.session, labeler_of, row.id, f"memsyco/{task}", extractor, embed, pair_embedding,
-                                   min_similarity, max_candidates))
+                                   min_similarity, max_candidates,
+                                   split_copy=split and task == "valid_memory_selection"))
     return out
 
 
 def locomo_pairs(path: str | Path, embed: Embed, extractor: OfflineExtractor, pair_embedding: bool,
                  min_similarity: float, max_candidates: int, max_pairs: int, max_sessions: int = 4,
-                 skip_sessions: int = 0, max_shift_pairs: int = 0) -> PairSet:
+                 skip_sessions: int = 0, max_shift_pairs: int = 0, max_cross_pairs: int = 0) -> PairSet:
     """Sessions ``skip_sessions`` .. ``skip_sessions + max_sessions - 1`` of every conversation, all unrelated:
     every pair until ``max_pairs``, then only pairs whose newer statement says "now" / "lately" / "these days"
     (a progress report or an elaboration, LoCoMo's usual shape; the model read them as changes) until
-    ``max_shift_pairs`` more. Skipping the first sessions keeps the LoCoMo edge audit (sessions 1-10) unseen."""
-    out, shift = PairSet(), 0
-    for conv in load_locomo(path, user_prefix="rel-locomo-"):
-        for s in conv.sessions[skip_sessions: skip_sessions + max_sessions]:
-            if len(out.y) >= max_pairs and shift >= max_shift_pairs:
+    ``max_shift_pairs`` more. Skipping the first sessions keeps the LoCoMo edge audit (sessions 1-10) unseen.
+
+    ``max_cross_pairs`` > 0: each conversation's sessions are one user's history, ingested session by session,
+    so a fact's candidates include the earlier sessions' facts (``in_session`` 0); besides the pairs above
+    (within a session), up to ``max_cross_pairs`` (shared evenly by the conversations, a seeded hash sample) pairs
+    of the same speaker across two sessions, unrelated: LoCoMo states almost no change of mind (a hand scan of a
+    conversation: docs/results/relations-locomo-edges.md), and every LoCoMo edge ever audited joined two sessions."""
+    out, shift, n_cross = PairSet(), 0, 0
+    convs = load_locomo(path, user_prefix="rel-locomo-")
+    per_conv = -(-max_cross_pairs // max(1, len(convs)))
+    for conv in convs:
+        sessions = conv.sessions[skip_sessions: skip_sessions + max_sessions]
+        if max_cross_pairs:
+            hist = label_dialogue(sessions, all_unrelated, f"locomo/{conv.sample_id}", "locomo", extractor, embed,
+                                  pair_embedding, min_similarity, max_candidates,
+                                  keep=lambda f, i, j, ctx: ctx.in_session or f[i].holder == f[j].holder)
+            cross = sorted((n for n in range(len(hist.y)) if not in_session(hist.X[n])),
+                           key=lambda n: hashlib.sha256("\x1f".join(hist.text[n]).encode()).hexdigest())[:per_conv]
+            _take(out, hist, sorted(cross))
+            n_cross += len(cross)
+            parts: list[PairSet | Session] = [_subset(hist, [n for n in range(len(hist.y)) if in_session(hist.X[n])])]
+        else:
+            parts = list(sessions)
+        for part in parts:
+            if len(out.y) - n_cross >= max_pairs and shift >= max_shift_pairs and not max_cross_pairs:
                 return out
-            ps = label_dialogue(s, all_unrelated, f"locomo/{conv.sample_id}", "locomo", extractor, embed,
-                                pair_embedding, min_similarity, max_candidates)
+            ps = part if isinstance(part, PairSet) else label_dialogue(
+                part, all_unrelated, f"locomo/{conv.sample_id}", "locomo", extractor, embed, pair_embedding,
+                min_similarity, max_candidates)
             for n in range(len(ps.y)):
-                if len(out.y) - shift >= max_pairs:  # the general sample is full: "now" pairs only
+                if len(out.y) - n_cross - shift >= max_pairs:  # the general sample is full: "now" pairs only
                     if shift >= max_shift_pairs or not (SHIFT.search(ps.text[n][0]) or turn_shift(ps.text[n][0])):
                         continue
                     shift += 1
-                for a in ("X", "y", "group", "source", "text"):
-                    getattr(out, a).append(getattr(ps, a)[n])
+                _take(out, ps, [n])
+    return out
+
+
+def _take(out: PairSet, ps: PairSet, rows: Sequence[int]) -> None:
+    for n in rows:
+        for a in ("X", "y", "group", "source", "text"):
+            getattr(out, a).append(getattr(ps, a)[n])
+
+
+def _subset(ps: PairSet, rows: Sequence[int]) -> PairSet:
+    out = PairSet()
+    _take(out, ps, rows)
     return out
 
 

@@ -4,11 +4,13 @@ features as the other sources (training_data/relations.py); only the labelling i
 
 - phrasing (evaluation/phrasing/cases.jsonl, **tuning half only**: the half is the same blake2b split as
   ``evaluation.phrasing.split``, re-derived here because training_data sits below evaluation): a case's
-  sessions become one dialogue with the case's own turn ids; a fact of the labelled later turn against a
+  dated blocks become its sessions (as the eval ingests them: a pair across two blocks has ``in_session`` 0)
+  with the case's own turn ids; a fact of the labelled later turn against a
   fact of the labelled earlier turn gets the pair's label (SUPERSEDES -> supersedes, CONFLICTS_WITH ->
   conflicts_with either way round, none -> unrelated); every other pair is unrelated.
 - BEAM (``<root>/100K/<n>/``): for every ``knowledge_update`` question, the original and the updated user
-  turn (``source_chat_ids``) as a two-turn dialogue; the updated turn's fact nearest the question's update
+  turn (``source_chat_ids``) as a two-turn dialogue, one session per BEAM batch they lie in (a batch is a
+  session at ingest; most updates cross batches); the updated turn's fact nearest the question's update
   reference against the original turn's fact nearest the original reference -> supersedes; every other
   pair between the two turns is left out (a long BEAM turn says many unrelated things; unknown).
   ``contradiction_resolution``: the two statements' turns, the pair nearest the question's topic ->
@@ -39,15 +41,17 @@ def phrasing_half(case_id: str) -> str:
     return "tune" if int.from_bytes(hashlib.blake2b(case_id.encode("utf-8")).digest(), "big") % 2 == 0 else "test"
 
 
-def _phrasing_session(case: dict[str, Any]) -> Session:
-    turns = []
+def _phrasing_sessions(case: dict[str, Any]) -> list[Session]:
+    """One session per dated block, as ``evaluation.phrasing`` ingests a case (a pair across two blocks has
+    ``in_session`` 0, as at ingest); the turn ids are the case's own."""
+    out = []
     for s, sess in enumerate(case["sessions"]):
         at = datetime.fromisoformat(str(sess["at"]).replace("Z", "+00:00"))
-        for t, turn in enumerate(sess["turns"]):
-            turns.append(SessionTurn(role=turn["role"], text=turn["text"], at=at + timedelta(seconds=t),
-                                     turn_id=f"{case['id']}-s{s}:{t}"))
-    return Session(session_id=f"{case['id']}-train", user_id=f"rel-phrasing-{case['id']}",
-                   started_at=turns[0].at, turns=tuple(turns))
+        turns = tuple(SessionTurn(role=turn["role"], text=turn["text"], at=at + timedelta(seconds=t),
+                                  turn_id=f"{case['id']}-s{s}:{t}") for t, turn in enumerate(sess["turns"]))
+        out.append(Session(session_id=f"{case['id']}-train-s{s}", user_id=f"rel-phrasing-{case['id']}",
+                           started_at=turns[0].at, turns=turns))
+    return out
 
 
 def _phrasing_labeler(case: dict[str, Any]) -> Callable[[list[CandidateFact], np.ndarray], Labeler]:
@@ -83,7 +87,7 @@ def phrasing_pairs(cases_file: str | Path, half: str, embed: Embed, extractor: O
         case = json.loads(line)
         if half != "all" and phrasing_half(case["id"]) != half:
             continue
-        out.add(label_dialogue(_phrasing_session(case), _phrasing_labeler(case), f"phrasing/{case['id']}",
+        out.add(label_dialogue(_phrasing_sessions(case), _phrasing_labeler(case), f"phrasing/{case['id']}",
                                f"phrasing/{case['category']}", extractor, embed, pair_embedding, min_similarity,
                                max_candidates))
     return out
@@ -91,6 +95,11 @@ def phrasing_pairs(cases_file: str | Path, half: str, embed: Embed, extractor: O
 
 def _messages(chat: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
     return {int(m["id"]): m for batch in chat for ex in batch.get("turns", []) for m in ex if "id" in m}
+
+
+def _batches(chat: list[dict[str, Any]]) -> dict[int, int]:
+    """Message id -> its batch (one batch is one session at ingest, ``induction.adapters.load_beam``)."""
+    return {int(m["id"]): b for b, batch in enumerate(chat) for ex in batch.get("turns", []) for m in ex if "id" in m}
 
 
 def _best_pair(facts: list[CandidateFact], vecs: np.ndarray, new_turn: str, old_turn: str, q_new: np.ndarray,
@@ -112,7 +121,8 @@ def beam_pairs(root: str | Path, embed: Embed, extractor: OfflineExtractor, pair
     for conv in sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: int(p.name) if p.name.isdigit() else 0):
         if conversations is not None and conv.name not in conversations:
             continue
-        msgs = _messages(json.loads((conv / "chat.json").read_text()))
+        chat = json.loads((conv / "chat.json").read_text())
+        msgs, batch = _messages(chat), _batches(chat)
         qs = json.loads((conv / "probing_questions.json").read_text())
         for kind, a_key, b_key, label in (("knowledge_update", "original_info", "updated_info", "supersedes"),
                                           ("contradiction_resolution", "first_statement", "second_statement",
@@ -132,11 +142,13 @@ def beam_pairs(root: str | Path, embed: Embed, extractor: OfflineExtractor, pair
                     q_old = q_new = str(q.get("topic_questioned") or q.get("question", ""))
                 qv = np.asarray(embed([q_new, q_old]), dtype=np.float32)
                 t0 = datetime(2024, 1, 1)
-                sess = Session(session_id=f"beam-{conv.name}-{kind}-{n}", user_id=f"rel-beam-{conv.name}",
-                               started_at=t0, turns=tuple(
-                                   SessionTurn(role=str(msgs[m]["role"]), text=str(msgs[m]["content"]),
-                                               at=t0 + timedelta(minutes=k), turn_id=f"beam-{conv.name}:{m}")
-                                   for k, m in enumerate((old_id, new_id))))
+                said = [SessionTurn(role=str(msgs[m]["role"]), text=str(msgs[m]["content"]),
+                                    at=t0 + timedelta(days=7 * batch[m], minutes=k), turn_id=f"beam-{conv.name}:{m}")
+                        for k, m in enumerate((old_id, new_id))]
+                # the two turns in one session when one batch holds both, else one session each (as at ingest)
+                blocks = [said] if batch[old_id] == batch[new_id] else [[said[0]], [said[1]]]
+                sess = [Session(session_id=f"beam-{conv.name}-{kind}-{n}-{b}", user_id=f"rel-beam-{conv.name}",
+                                started_at=ts[0].at, turns=tuple(ts)) for b, ts in enumerate(blocks)]
                 new_t, old_t = f"beam-{conv.name}:{new_id}", f"beam-{conv.name}:{old_id}"
 
                 def labeler(facts: list[CandidateFact], vecs: np.ndarray, new_t: str = new_t, old_t: str = old_t,

@@ -61,6 +61,11 @@ class RelationTrainConfig(BaseModel):
                                       "used (the LoCoMo edge audit reads sessions 1-10).")
     locomo_shift_pairs: int = Field(default=0, ge=0, description="After the LoCoMo cap, up to this many more pairs whose "
                                     "newer statement says now / lately / these days (elaborations, not changes).")
+    locomo_cross_pairs: int = Field(default=0, ge=0, description="LoCoMo pairs of one speaker across two of the "
+                                    "sessions used (in_session 0), unrelated, shared evenly by the conversations "
+                                    "(training_data/relations.py ``locomo_pairs``).")
+    memsyco_split: bool = Field(default=False, description="Each valid-memory row's pairs across its change turn "
+                                "once more as if that turn came in a later session (in_session 0, same labels).")
     memsyco_nearest_item: bool = Field(default=True, description="A fact near both a current and an outdated gold "
                                        "item is labelled as the one it is nearer to (off: as the current one).")
     memsyco_continuations: bool = Field(default=False, description="Label as unrelated every pair of the no-change "
@@ -132,9 +137,9 @@ def _code_hash() -> str:
 
 _SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n", "synthetic_lookalikes"},
                   "memsyco": {"memsyco_root", "memsyco_max_rows", "memsyco_heldout", "memsyco_continuations",
-                              "memsyco_nearest_item"},
+                              "memsyco_nearest_item", "memsyco_split"},
                   "locomo": {"locomo", "locomo_max_pairs", "locomo_sessions", "locomo_skip_sessions",
-                             "locomo_shift_pairs"},
+                             "locomo_shift_pairs", "locomo_cross_pairs"},
                   "phrasing": {"phrasing", "phrasing_half"},
                   "beam": {"beam"}}
 
@@ -170,13 +175,15 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
             ps = synthetic_pairs(cfg.synthetic_n, cfg.seed, *a, lookalikes=cfg.synthetic_lookalikes)
         elif name == "memsyco" and cfg.memsyco_root:
             ps = memsyco_pairs(cfg.memsyco_root, *a, max_rows=cfg.memsyco_max_rows, heldout=cfg.memsyco_heldout,
-                               continuations=cfg.memsyco_continuations, nearest_item=cfg.memsyco_nearest_item)
+                               continuations=cfg.memsyco_continuations, nearest_item=cfg.memsyco_nearest_item,
+                               split=cfg.memsyco_split)
         elif name == "locomo" and cfg.locomo and cfg.locomo_max_pairs:
             loc = Path(cfg.locomo)
             path = loc / "locomo10.json" if loc.is_dir() else loc
             if path.is_file():
                 ps = locomo_pairs(path, *a, max_pairs=cfg.locomo_max_pairs, max_sessions=cfg.locomo_sessions,
-                                  skip_sessions=cfg.locomo_skip_sessions, max_shift_pairs=cfg.locomo_shift_pairs)
+                                  skip_sessions=cfg.locomo_skip_sessions, max_shift_pairs=cfg.locomo_shift_pairs,
+                                  max_cross_pairs=cfg.locomo_cross_pairs)
         elif name == "phrasing" and cfg.phrasing and Path(cfg.phrasing).is_file():
             ps = phrasing_pairs(cfg.phrasing, cfg.phrasing_half, *a)
         elif name == "beam" and cfg.beam and Path(cfg.beam).is_dir():
