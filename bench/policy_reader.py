@@ -19,6 +19,11 @@ oracle > evidence > none and oracle > wrong:
         --reader policy/artefact/smollm2-reader-v1 --conditions none,evidence,rule,oracle,wrong --out runs/r.jsonl
 
 A MiniLM reader (``policy/xreader_fast.py`` or the cross-encoder ``policy/xreader.py``) with ``--xreader FOLDER``.
+``--policy CHECKPOINT`` writes a policy checkpoint's greedy states as the learned condition (per-fact prompts
+as in training); the rows' ``learned_state`` keeps them. The instances where the state decides:
+
+    python bench/policy_reader.py --data runs/state-decides/heldout.jsonl --xreader policy/artefact/xreader-fast-text-v1 \
+        --conditions none,evidence,rule,oracle,wrong,learned --policy policy/artefact/smollm2-read-v1 --out runs/sd/warm.jsonl
 
 Rows already in ``--out`` are skipped, so a run can be resumed (the box is shared).
 """
@@ -53,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--xreader", default=None, help="A MiniLM reader artefact (policy/xreader_fast.py, e.g. "
                     "policy/artefact/xreader-fast-v1, or the cross-encoder of policy/xreader.py) instead of an LM "
                     "reader; its scores go in the lm/* columns.")
+    ap.add_argument("--policy", default=None, help="A policy checkpoint (evomem train-policy's best/ or final/, or "
+                    "policy/artefact/smollm2-read-v1): its greedy states are the learned condition (instead of --states).")
     ap.add_argument("--prompt", default=None, help="Answer prompt of the base reader (default memsyco; a fine-tuned "
                     "reader uses the one its manifest names).")
     ap.add_argument("--summary-only", action="store_true", help="Only print the summary of --out.")
@@ -94,6 +101,13 @@ def run(ns: argparse.Namespace, out: Path) -> None:
                 d = json.loads(x)
                 states[d["instance_id"]] = d["state"]
     done = {json.loads(x)["instance_id"] for x in out.read_text().splitlines() if x.strip()} if out.is_file() else set()
+    if ns.policy:  # greedy states of a checkpoint, as the GRPO run's validation writes them
+        from policy.learned import LocalLearnedPolicy
+
+        pol = LocalLearnedPolicy.from_checkpoint(ns.policy, temperature=0.0)
+        todo = [i for i in rows if i.instance_id not in done]
+        states.update(zip([i.instance_id for i in todo],
+                          pol.state_texts([(i.request, i.bundle(), i.choices) for i in todo], 16)))
     reader: Any
     if ns.xreader:
         from policy.xreader_fast import load_any
@@ -121,7 +135,10 @@ def run(ns: argparse.Namespace, out: Path) -> None:
 
                 conds[k] = fit_state(oracle_state(inst, wrong=k.startswith("wrong"), rules=k.endswith("_rules")))
         if inst.instance_id in states and "learned" in wanted:
-            conds["learned"] = fit_state(parse_state(states[inst.instance_id], inst.aliases))
+            try:
+                conds["learned"] = fit_state(parse_state(states[inst.instance_id], inst.aliases))
+            except ValueError:  # an unparseable state: serving falls back to no state, so does the bench
+                conds["learned"] = "evidence"
         rec: dict[str, object] = {"instance_id": inst.instance_id, "family": inst.metadata.get("family", inst.category),
                                   "choices": bool(inst.choices)}
         t0 = time.time()
@@ -139,6 +156,9 @@ def run(ns: argparse.Namespace, out: Path) -> None:
                     rec[f"bow/{name}/acc"] = float(ans.strip().lower() == inst.reference_answer.strip().lower())
             else:
                 rec[f"lm/{name}/graded"] = reader.graded(inst, cond)  # type: ignore[arg-type]
+        if "learned" in conds:
+            rec["learned_state"] = states[inst.instance_id]
+            rec["learned_parsed"] = conds["learned"] != "evidence"
         rec["seconds"] = round(time.time() - t0, 1)
         if ns.xreader:
             rec["truncated_so_far"] = reader.truncated
@@ -156,7 +176,7 @@ def summary(recs: list[dict[str, object]]) -> dict[str, dict[str, object]]:
     res: dict[str, dict[str, object]] = {}
     for fam, rs in sorted(by.items()):
         cols = sorted({k for r in rs for k in r if k.startswith(("lm/", "bow/"))})
-        res[fam] = {"n": len(rs), **{c: round(sum(float(r[c]) for r in rs if c in r)  # type: ignore[arg-type]
+        res[fam] = {"n": len(rs), **{c: round(sum(float(r[c]) for r in rs if c in r)  # type: ignore[arg-type,misc]
                                               / max(sum(c in r for r in rs), 1), 3) for c in cols}}
     return res
 

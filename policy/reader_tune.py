@@ -115,6 +115,7 @@ def oracle_state(inst: TrainingInstance, wrong: bool = False, rules: bool = Fals
 
     Roles by family, from the fact keys ``training_data.neutral`` gives (right / wrong):
     updates old/new, conflicts m*/evidence/side, scope pref/limit, holders belief/doc, expiry plan*/home;
+    the ``sd-*`` families of ``training_data.state_decides`` right/wrong with their lines in ``metadata['roles']``;
     every other fact (distractors) is ``ignore | irrelevant | low`` either way."""
     fam = str(inst.metadata.get("family", ""))
     alias = {_key(it.fact.fact_id): it.alias for it in inst.evidence}
@@ -154,6 +155,12 @@ def oracle_state(inst: TrainingInstance, wrong: bool = False, rules: bool = Fals
         pp = "/".join(str(A(p)) for p in plans)
         rule_right = [f"{pp} expired; go by {A('home')}."]
         rule_wrong = [f"{A('home')} is outdated; go by {pp}."]
+    elif fam.startswith("sd-"):  # training_data.state_decides: the perfect lines of both sides in metadata
+        roles_md = inst.metadata["roles"]
+        right = {"right": tuple(roles_md["right"]), "wrong": tuple(roles_md["wrong"])}  # type: ignore[dict-item]
+        bad = {"right": right["wrong"], "wrong": right["right"]}
+        rule_right = [f"Go by {A('right')}; set {A('wrong')} aside."]
+        rule_wrong = [f"Go by {A('wrong')}; set {A('right')} aside."]
     else:
         raise ValueError(f"{inst.instance_id}: no oracle for family {fam!r}")
     roles = bad if wrong else right

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -81,6 +81,11 @@ class RewardConfig(BaseModel):
     graded: bool = Field(default=False, description="Score by the answer model's graded score (``graded``: P(reference "
                          "option) for the LM reader, policy/lmreader.py) instead of right/wrong, so candidates that move "
                          "the answer model without flipping its choice still differ: groups get reward spread.")
+    context: Literal["rule", "alone"] = Field(default="rule", description="What a per-fact line is scored inside: "
+                                              "'rule' — the rule baseline's state with this fact's line replaced "
+                                              "(what the decision adds to the rule); 'alone' — a state of this "
+                                              "line only, so the reward is the line's effect against no state "
+                                              "(issue 48: the rule context was already right, nothing to earn).")
 
 
 class RewardBreakdown(BaseModel):

@@ -59,11 +59,15 @@ class StateRewardFn:
     def in_context(self, text: str, inst: TrainingInstance, alias: str) -> str:
         """A per-fact completion (``alias`` set) as a whole state: the rule baseline's lines (role first, no
         RULE lines) with this fact's line replaced — so its reward is what this one decision adds or costs
-        against the baseline. A whole-state completion (no alias) is returned as it is."""
+        against the baseline — or, with ``reward.context: alone``, the line alone (its effect against no state).
+        A whole-state completion (no alias) is returned as it is."""
         if not alias:
             return text
         from policy.perfact import assemble, fact_targets
         from policy.targets import candidate_states, described
+
+        if self.cfg.reward.context == "alone":  # this line alone: its effect against no state
+            return assemble([alias], [text])
 
         if inst.instance_id not in self.context:
             rule = described(candidate_states(inst, style="facts")[0], inst)

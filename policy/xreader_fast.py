@@ -60,7 +60,7 @@ class XFastConfig(BaseModel):
     name: str = "reader-xfast"
     output_dir: str = "runs/reader-xfast"
     artefact: str | None = None
-    train_path: str = "runs/neutral/train.jsonl"
+    train_path: str | list[str] = Field(default="runs/neutral/train.jsonl", description="A JSONL or a list of them.")
     val_fraction: float = Field(default=0.1, gt=0, lt=1)
     seed: int = 0
     epochs: int = Field(default=60, ge=1)
@@ -71,6 +71,9 @@ class XFastConfig(BaseModel):
     evidence_budget: int = 400
     graph_state: bool = Field(default=True, description="Render the graph's relational state on the memory lines "
                               "(expired, superseded by ...); False: the Reasoning State is the only carrier of it.")
+    text_only: bool = Field(default=False, description="Memory lines are the statements alone (no date, holder "
+                            "or graph mark): the reader reads what was said, the state tells it which to go by "
+                            "(training_data.state_decides). Implies graph_state False.")
     weights: dict[str, float] = Field(default_factory=lambda: {c: 1.0 for c in CONDITIONS})
     num_threads: int = 1
 
@@ -113,21 +116,26 @@ def tag_features(state: ReasoningState | None, alias: str) -> np.ndarray:
     return x
 
 
-def memory_lines(bundle: EvidenceBundle, budget: int, graph_state: bool = True) -> list[tuple[str, str]]:
-    """(alias, line text without its alias) for every memory line the render includes, best units first."""
+def memory_lines(bundle: EvidenceBundle, budget: int, graph_state: bool = True,
+                 text_only: bool = False) -> list[tuple[str, str]]:
+    """(alias, line text without its alias) for every memory line the render includes, best units first;
+    ``text_only``: the fact's statement alone (no date, holder, relation or validity mark)."""
     out = []
-    for line in render_context(bundle, budget=budget, with_state=graph_state, style="full").text.splitlines():
+    statement = {it.alias: it.fact.statement for it in bundle.items}
+    for line in render_context(bundle, budget=budget, with_state=graph_state and not text_only,
+                               style="full").text.splitlines():
         m = _LINE.match(line.strip())
         if m:
-            out.append((m.group(1), m.group(2)))
+            out.append((m.group(1), statement.get(m.group(1), m.group(2)) if text_only else m.group(2)))
     return out
 
 
 def featurize(enc: Encoder, request: str, bundle: EvidenceBundle, choices: Sequence[str],
-              shown: ReasoningState | str, budget: int, graph_state: bool = True) -> dict[str, np.ndarray]:
+              shown: ReasoningState | str, budget: int, graph_state: bool = True,
+              text_only: bool = False) -> dict[str, np.ndarray]:
     """Arrays for one (instance, condition): options (k, d), request (d), lines (n, d), tags (n, TAG_DIM),
     rule vectors per line (n, d) and rule flags per line (n, 2)."""
-    lines = [] if shown == "none" else memory_lines(bundle, budget, graph_state)
+    lines = [] if shown == "none" else memory_lines(bundle, budget, graph_state, text_only)
     state = shown if isinstance(shown, ReasoningState) else None
     rules = list(state.rules) if state is not None else []
     vecs = enc(list(choices) + [request] + [t for _, t in lines] + rules)
@@ -205,16 +213,18 @@ class XFastReader(OptionScoring):
     """``option_logprobs`` (log-softmax over the options); ``graded`` / ``answer_text`` from ``OptionScoring``."""
 
     def __init__(self, head: Any, encoder: Encoder, evidence_budget: int = 400, name: str = XFAST_VERSION,
-                 graph_state: bool = True):
+                 graph_state: bool = True, text_only: bool = False):
         self.head, self.enc, self.evidence_budget, self.graph_state = head, encoder, evidence_budget, graph_state
-        self.name = f"{name}:ev{evidence_budget}" + ("" if graph_state else ":nograph")
+        self.text_only = text_only
+        self.name = f"{name}:ev{evidence_budget}" + ("" if graph_state else ":nograph") + (":text" if text_only else "")
         self.truncated = 0
 
     def option_logprobs(self, request: str, bundle: EvidenceBundle, choices: Sequence[str],
                         state: ReasoningState | str) -> list[float]:
         import torch
 
-        x = _tensors(featurize(self.enc, request, bundle, choices, state, self.evidence_budget, self.graph_state))
+        x = _tensors(featurize(self.enc, request, bundle, choices, state, self.evidence_budget, self.graph_state,
+                               self.text_only))
         with torch.no_grad():
             return [float(v) for v in torch.log_softmax(self.head(x), 0)]
 
@@ -241,7 +251,8 @@ class XFastReader(OptionScoring):
         with np.load(folder / "weights.npz") as z:
             head.load_state_dict({k: torch.from_numpy(np.asarray(z[k]).astype(np.float32)) for k in z.files})
         head.eval()
-        r = cls(head, Encoder(base), evidence_budget=int(man["evidence_budget"]), graph_state=bool(cfg.get("graph_state", True)))
+        r = cls(head, Encoder(base), evidence_budget=int(man["evidence_budget"]), graph_state=bool(cfg.get("graph_state", True)),
+                text_only=bool(cfg.get("text_only", False)))
         probe = man.get("probe")
         if probe:
             got = r.enc([probe["text"]])[0]
@@ -276,7 +287,8 @@ def train_xfast(cfg: XFastConfig, command: str = "") -> dict[str, Any]:
     torch.set_num_threads(cfg.num_threads)
     torch.manual_seed(cfg.seed)
     rng = random.Random(cfg.seed)
-    rows = [r for r in load_rows(cfg.train_path) if r.choices]
+    paths = [cfg.train_path] if isinstance(cfg.train_path, str) else list(cfg.train_path)
+    rows = [r for p in paths for r in load_rows(p) if r.choices]
     refuse_heldout(rows)
     train, val = split_val(rows, cfg.val_fraction)
     enc = Encoder()
@@ -288,7 +300,8 @@ def train_xfast(cfg: XFastConfig, command: str = "") -> dict[str, Any]:
             assert inst.choices
             for c in cs:
                 shown, right = condition_state(inst, c)
-                f = featurize(enc, inst.request, inst.bundle(), inst.choices, shown, cfg.evidence_budget, cfg.graph_state)
+                f = featurize(enc, inst.request, inst.bundle(), inst.choices, shown, cfg.evidence_budget, cfg.graph_state,
+                              cfg.text_only)
                 out.append((_tensors(f), target_index(inst, right), c, cfg.weights.get(c, 1.0)))
         return out
 
@@ -342,12 +355,12 @@ def train_xfast(cfg: XFastConfig, command: str = "") -> dict[str, Any]:
             best_state = {k: x.clone() for k, x in head.state_dict().items()}
     head.load_state_dict(best_state)
     head.eval()
-    reader = XFastReader(head, enc, cfg.evidence_budget, graph_state=cfg.graph_state)
+    reader = XFastReader(head, enc, cfg.evidence_budget, graph_state=cfg.graph_state, text_only=cfg.text_only)
     probe_text = train[0].request
     manifest = {"name": cfg.name, "config": cfg.model_dump(), "command": command, "best_epoch": best_epoch,
                 "val": best, "val_history": history, "dim": d,
                 "probe": {"text": probe_text, "vector": [round(float(x), 5) for x in enc([probe_text])[0]]},
-                "data": {"path": cfg.train_path, "sha256": hashlib.sha256(Path(cfg.train_path).read_bytes()).hexdigest(),
+                "data": {"path": cfg.train_path, "sha256": hashlib.sha256(b"".join(Path(p).read_bytes() for p in paths)).hexdigest(),
                          "train_rows": len(train), "val_rows": len(val), "samples": len(tr)},
                 "seconds": {"features": t_feat, "total": round(time.time() - t0, 1)}}
     reader.save(out / "best", manifest)
