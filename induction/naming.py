@@ -119,9 +119,9 @@ class Namer:
             return name
         n = len(members)
         talk = sum(1 for h in held if not h) >= _TALK * n
-        # what the name must cover: a third of the members; half of them when most members are talk (thanks,
-        # praise), else a word that one chatty third says would name the whole chat
-        need = (_TALK if talk else _COVER) * n
+        # what the name must cover: most of the members (half of them); a name one member in three holds names
+        # a part, not the whole (the members' shared noun or a proper name they share is tried next)
+        need = _MOST * n
         if _cover(name, held) >= need:
             return name
         # the best-scored name is not what the members share: the head-noun term most of them hold (even one
@@ -138,9 +138,11 @@ class Namer:
         # talk is what says nothing of anything: when more of the members without a content term refer to someone
         # by "he", "she", "they" or a proper noun (their topic said elsewhere in the conversation) than say nothing
         # of anyone, they are about someone, not small talk, and nothing in them names whom
+        # and small talk is what most members are: more than half of them say nothing of anything (a few topical
+        # members among chat make no topic, but two of four that say something are no chat either)
         referring = sum(1 for h, r in zip(held, refs) if not h and r)
         phatic = sum(1 for h, r in zip(held, refs) if not h and not r)
-        return SMALL_TALK if talk and phatic >= referring else ""
+        return SMALL_TALK if talk and phatic >= referring and phatic > _TALK * n else ""
 
     def holds(self, name: str, members: Sequence[str]) -> float:
         """The share of ``members`` that hold one of the name's terms (a proper-noun name: that noun);
@@ -169,8 +171,9 @@ _THIRD = frozenset("he him his she her hers they them their theirs".split())
 _CALENDAR = frozenset("monday tuesday wednesday thursday friday saturday sunday january february march april may june "
                       "july august september october november december christmas easter halloween thanksgiving "
                       "week weekend".split())
-_COVER = 1 / 3  # a name is what the members share: at least a third of them hold one of its terms
+_COVER = 1 / 3  # a name already given stays while a third of its members hold one of its terms (the rename check)
 _TALK = 0.5  # ... else, when half of them hold no content term, they are small talk
+_MOST = 0.5  # a new name is what most members share: half of them hold one of its terms
 SMALL_TALK = "small talk"
 
 

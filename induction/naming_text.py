@@ -12,7 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from functools import lru_cache
 
-from induction.naming_words import _common_ok, _ok
+from induction.naming_words import _common_ok, _ok, verbal
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z'\-]*[A-Za-z]|[A-Za-z]")
 _SPEAKER = re.compile(r"^[^:\n]{1,40}:\s*")
@@ -79,11 +79,12 @@ def _chunks(text: str) -> tuple[tuple[str, ...], ...]:
 
 def terms(text: str, names: frozenset[str], proper: frozenset[str],
           ok: Callable[[str], bool] | None = None) -> list[str]:
-    """The text's candidate terms: content words and adjacent pairs of content words ("pottery class")."""
+    """The text's candidate terms: content words and adjacent pairs of content words ("pottery class"); a word
+    that its neighbours make a verb or an adjective here is none (``naming_words.verbal``)."""
     good = ok or (lambda w: _ok(w, names, proper))
     out: list[str] = []
     for words in _chunks(text):
-        keep = [w if good(w) else "" for w in words]
+        keep = [w if good(w) and not verbal(words, i) else "" for i, w in enumerate(words)]
         out.extend(w for w in keep if w)
         out.extend(f"{a} {b}" for a, b in zip(keep, keep[1:]) if a and b and a != b)
     return out

@@ -10,7 +10,7 @@ are hand-made lists plus word endings.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
 
 from induction.offline import STOP
@@ -111,7 +111,10 @@ WHEN = frozenset("night nights morning mornings evening evenings afternoon after
 _ADJ = frozenset("small large electric thrilled determined precious safe sweet different top aww blue red green white black pink yellow purple orange brown gray grey "
                  "powerful passionate vital free open close full empty strong weak warm cool cold hot dark bright "
                  "deep high low main major minor simple complex important personal public private social local "
-                 "various several certain possible difficult calm quiet peaceful busy crazy wild lovely".split())
+                 "various several certain possible difficult calm quiet peaceful busy crazy wild lovely "
+                 # bare adjectives (no adjective ending) that stand alone as a predicate ("it's perfect", "so cozy")
+                 "perfect ideal fine cozy tough worth healthy sick tired fresh rough quick slow loud neat wise brave "
+                 "gentle rich poor young fancy pretty gorgeous silly funny weird lucky chill unreal insane".split())
 _AL_NOUNS = frozenset("animal animals festival festivals journal journals hospital proposal arrival rental recital "
                       "signal capital ritual rituals manual tutorial tutorials criminal original mural murals "
                       "carnival medal medals goal goals pedal petal petals canal".split())
@@ -183,3 +186,30 @@ def _common_ok(w: str) -> bool:
         return False
     return not (w.endswith("ed") and not w.endswith("eed") and len(w) > 4)  # past forms, participles ("improved")
 
+
+
+# Part of speech from the neighbours (no tagger ships with the project's packages): a word that many nouns share
+# with verbs ("work", "show", "support", "improving") is a verb where English grammar allows nothing else, and any
+# word after a degree adverb is an adjective or a verb, never a noun ("so perfect", "really helps"):
+# - after "let's", a modal or a negated auxiliary: "let's work together", "we can work on it";
+#   not after a subject pronoun ("I paint" names the activity); not after "to" ("to work" is both: "I want to work", "I went to work");
+# - before an object pronoun: "these moments show us", "people who support me";
+# - an -ing form that takes an object or follows "keep" / "start" / "stop": "improving my skills", "keep improving"
+#   (an -ing word of the activity nouns, "painting my room", stays a noun).
+VERB_AFTER = frozenset("let lets can could will would shall should must might cannot can't couldn't won't wouldn't "
+                       "shouldn't don't didn't doesn't never i'll we'll you'll they'll i'd we'd you'd they'd gonna wanna "
+                       "gotta".split())
+OBJECT = frozenset("me us him them".split())
+POSSESSIVE = frozenset("my your his our their".split())
+ASPECT = frozenset("keep keeps kept keeping start starts started stop stops stopped".split())
+DEGREE = frozenset("so too very quite really extremely incredibly absolutely totally truly fairly".split())
+
+
+def verbal(words: Sequence[str], i: int) -> bool:
+    """``words[i]`` is a verb, adjective or adverb here by its neighbours (see above), so never a noun of a name."""
+    w = words[i]
+    before = words[i - 1] if i > 0 else ""
+    after = words[i + 1] if i + 1 < len(words) else ""
+    if before in VERB_AFTER or before in DEGREE or after in OBJECT:
+        return True
+    return w.endswith("ing") and w not in _NOUN_FORMS and (after in POSSESSIVE or before in ASPECT)
