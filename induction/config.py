@@ -87,6 +87,11 @@ class RelationModelConfig(_Cfg):
     cue_gates: bool = Field(default=True, description="The reading cues (change evidence, questions and instructions "
                             "hold no state, contrast, corrections) veto the model's labels; off: they are only the "
                             "model's input features and graph.rules alone disposes (the cross kind's setting).")
+    person_gate: bool = Field(default=True, description="Questions, responses and instructions never join a conflict "
+                              "(induction.reading.state.holds_state / instructions), even with cue_gates off: a question "
+                              "holds no state (\"Would a feather pillow be a bad idea for someone allergic to feathers?\" "
+                              "does not dispute \"I'm allergic to feathers.\"). On the phrasing tuning half (cross kind) it "
+                              "refuses 1 of 2 false look-alike edges and none of the 19 conflicts found.")
     cross_top_k: int = Field(default=4, ge=0, le=100, description="The cross kind scores only this many candidates per "
                              "new fact (0 = all): the ones the cheap screen (the shipped logistic model's P(related) "
                              "over the structural features; without it, similarity order) ranks first; the rest count as "

@@ -37,6 +37,18 @@ CHATTER = re.compile(
 YOU = re.compile(r"\b(?:you|your|you're|yours|yourself)\b", re.I)
 HEDGE = re.compile(r"\b(?:might|may|perhaps|could|consider|wonder|maybe)\b", re.I)
 _PROPER = re.compile(r"(?<=[a-z,;:] )[A-Z][a-zA-Z]+")
+# A record of the user's own that the assistant quotes ("The receipt you scanned lists a one-year warranty", "the
+# invoice you emailed says 3 June", "the label in your photo says"): the strongest evidence there is about the
+# user's arrangements, yet it names no study and addresses the user, so it scored 0 (issue 44: a user's belief
+# about their own booking, dose or deadline against the record they shared was never a fact). The "you" of the
+# record's phrase is no address to the user.
+RECORD = re.compile(
+    r"\b(?:the|your|that)\s+(?:[\w'\-]+\s+){0,3}?(?:you(?:'ve)?|you have)\s+(?:just\s+)?(?:sent|shared|forwarded|uploaded|"
+    r"pasted|attached|scanned|photographed|emailed|linked|posted|gave me)\b|\bin your (?:photo|screenshot|scan|upload|attachment)\b"
+    r"|\byour (?:[\w\-]+\s+){0,2}?(?:booking|ticket|receipt|invoice|lease|contract|prescription|confirmation|itinerary|"
+    r"statement|policy|letter|payslip|timetable)\b", re.I)
+REPORTS = re.compile(r"\b(?:says?|said|shows?|showed|states?|stated|lists?|listed|puts?|sets?|gives?|reads|confirms?|"
+                     r"mentions?|specifies|has)\b", re.I)
 _NUMBER = re.compile(r"\d")
 
 
@@ -63,6 +75,10 @@ def evidence_score(sentence: str) -> float:
         return 0.0  # a heading ("Phase 5: Final Adjustments, Testing, and Deployment"), not a claim
     score = 1.5 * min(3, len(EVIDENCE_CUE.findall(s))) + 0.5 * min(4, len(_PROPER.findall(s)))
     score += 0.5 if _NUMBER.search(s) else 0.0
+    record = RECORD.search(s)
+    if record and REPORTS.search(s, record.end()):
+        score += 3.0
+        s = s[:record.start()] + s[record.end():]
     score -= 0.75 * min(3, len(YOU.findall(s))) + 0.5 * min(2, len(HEDGE.findall(s)))
     return score
 

@@ -564,3 +564,16 @@ def test_a_realisation_of_degree_or_a_conceded_difficulty_turns_against_nothing(
     cello = "Learning the cello isn't always easy, but I love it."
     assert sup("I feel like I could practise the cello all day now.", cello, ()) == []
     assert sup("I feel like I could practise the cello all day now.", "I don't play the cello.", ()) == ["old"]
+
+
+@pytest.mark.parametrize("person_gate,conf", [(True, []), (False, ["old"])])
+def test_a_question_disputes_nothing_even_with_the_cue_gates_off(person_gate: bool, conf: list[str]) -> None:
+    """The cross kind runs with cue_gates off; a question still holds no state, so it joins no conflict
+    (RelationModelConfig.person_gate). Sentences from no benchmark."""
+    cfg = RelationModelConfig(cue_gates=False, person_gate=person_gate, same_holder_conflict_threshold=0.5)
+    adj = ModelAdjudicator(_Always("conflicts_with", 0.9), HashEmbedder(8), cfg)
+    old = [_fact("old", "I'm allergic to feathers.", "constraint")]
+    ask = _cand("new", "Would a feather pillow be a bad idea for someone allergic to feathers?", "belief", seq=2, cues=())
+    assert adj.adjudicate(_resolution(ask, old), Snapshot(user_id="u")).decisions[0].conflicts_with == conf
+    said = _cand("new", "Slept on a feather pillow all week and felt great.", "experience", seq=2, cues=())
+    assert adj.adjudicate(_resolution(said, old), Snapshot(user_id="u")).decisions[0].conflicts_with == ["old"]

@@ -18,6 +18,7 @@ import random
 from dataclasses import dataclass
 
 from induction.session import Session
+from training_data.relations_conflicts import CONFLICT_FAMILIES, conflict_turns
 from training_data.relations_lookalike import LOOKALIKE_FAMILIES, lookalike_turns
 
 # (old, new) pairs of things a person can like; the same slot fills every family.
@@ -220,6 +221,10 @@ def make_dialogue(rng: random.Random, n: int, family: str) -> SyntheticDialogue:
         texts, labels = lookalike_turns(rng, family, a, b)
         idx = [say("user", t) for t in texts]
         rel.update({(idx[j], idx[i]): lab for (j, i), lab in labels.items()})
+    elif family in CONFLICT_FAMILIES:  # conflicts in natural wording, each beside its look-alike
+        roles, labels = conflict_turns(rng, family, a)
+        idx = [say(r, t) for r, t in roles]
+        rel.update({(idx[j], idx[i]): lab for (j, i), lab in labels.items()})
     else:  # additive
         say("user", _fill(rng.choice(LIKE), a=a))
         say("user", _fill(rng.choice(ADD), c=c))
@@ -235,7 +240,8 @@ FAMILIES = ("direct_update", "implied_update", "experience_outgrown", "evidence_
 
 def synthetic_dialogues(n: int, seed: int, lookalikes: bool = False) -> list[SyntheticDialogue]:
     """``n`` dialogues, the families in turn; with ``lookalikes`` the look-alike families of
-    training_data/relations_lookalike.py join them (off: the dialogues the shipped logistic model was trained on)."""
+    training_data/relations_lookalike.py and the conflict families of training_data/relations_conflicts.py join them
+    (off: the dialogues the shipped logistic model was trained on)."""
     rng = random.Random(seed)
-    fams = FAMILIES + LOOKALIKE_FAMILIES if lookalikes else FAMILIES
+    fams = FAMILIES + LOOKALIKE_FAMILIES + CONFLICT_FAMILIES if lookalikes else FAMILIES
     return [make_dialogue(rng, k, fams[k % len(fams)]) for k in range(n)]

@@ -244,7 +244,7 @@ class ModelAdjudicator:
                              stateful=[may_replace(new.statement, v.statement) for v in views] if gates else [],
                              # questions, responses and instructions never dispute anything
                              person_ok=[_can_dispute(c.holder, new.statement, stateful)
-                                        and _can_dispute(v.holder, v.statement) for v in views] if gates else [],
+                                        and _can_dispute(v.holder, v.statement) for v in views] if gates or cfg.person_gate else [],
                              # the cue gates, which a confident model overrides (model_overrides_cues)
                              cue_ok=[_can_dispute(c.holder, new.statement, stateful, fix)
                                      and _can_dispute(v.holder, v.statement, None, fix)
