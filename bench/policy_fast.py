@@ -155,7 +155,7 @@ def head_only(ns: argparse.Namespace) -> int:
 
 def example_queries() -> list[dict[str, object]]:
     """The example history's requests with their bundles (MiniLM store, k=4, as ``make demo``)."""
-    from evomem.examples import history_batches, load_history
+    from evomem.examples import load_fixture, load_history
     from evomem.settings import Settings
     from memcore.memory import Memory
     from policy.needs import StateNeeds
@@ -164,8 +164,7 @@ def example_queries() -> list[dict[str, object]]:
     with tempfile.TemporaryDirectory(prefix="evomem-fast-") as tmp:
         mem = Memory.from_settings(Settings.from_env({}, store={"path": str(Path(tmp) / "s")}))
         history = load_history()
-        for b in history_batches(history):
-            mem.apply(b.model_copy(update={"session_hash": b.session_id}))
+        load_fixture(mem, history)
         for req in history["requests"]:
             out.append({"request": req["request"], "bundle": mem.retrieve(req["user_id"], req["request"], k=4),
                         "choices": None, "needs": StateNeeds.model_validate(req.get("needs") or {}),

@@ -148,14 +148,13 @@ def bare_server(embedded_memory: Any) -> Iterator[tuple[str, Any]]:
     """A real uvicorn server in this process whose deployment has no ingestion and no Cypher capacity."""
     import uvicorn
 
-    from evomem.examples import history_batches, load_history
+    from evomem.examples import load_fixture
     from policy.rule import RulePolicy
     from serving.api import ApiDeps, ApiSettings, create_app
     from serving.cypher_route import CypherGate
     from serving.pipeline import AnswerPipeline
 
-    for b in history_batches(load_history()):
-        embedded_memory.apply(b.model_copy(update={"session_hash": b.session_id}))
+    load_fixture(embedded_memory)
     deps = ApiDeps(memory=embedded_memory, pipeline=AnswerPipeline(embedded_memory, RulePolicy(), None),  # type: ignore[arg-type]
                    settings=ApiSettings(require_auth=False), ingest=None, cypher_gate=CypherGate(per_key=0))
     port = free_port()

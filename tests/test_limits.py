@@ -22,15 +22,14 @@ ADMIN, NOBODY = "limits-admin-0123456789", "limits-nobody-0123456789"
 
 @pytest.fixture
 def app(embedded_memory: Any) -> Iterator[tuple[Any, TestClient]]:
-    from evomem.examples import history_batches, load_history
+    from evomem.examples import load_fixture
     from induction.pipeline import make_ingestor
     from policy.rule import RulePolicy
     from serving.api import ApiDeps, ApiKey, ApiSettings, create_app
     from serving.pipeline import AnswerPipeline
     from serving.server import ingest_with
 
-    for b in history_batches(load_history()):
-        embedded_memory.apply(b.model_copy(update={"session_hash": b.session_id}))
+    load_fixture(embedded_memory)
     ingestor = make_ingestor(embedded_memory)
     deps = ApiDeps(memory=embedded_memory, pipeline=AnswerPipeline(embedded_memory, RulePolicy(), None),  # type: ignore[arg-type]
                    settings=ApiSettings(keys=[ApiKey(key=ADMIN), ApiKey(key=NOBODY, users=[])], max_session_chars=5000,

@@ -24,7 +24,7 @@ import pytest
 from pydantic import ValidationError
 
 from evomem.cli import main
-from evomem.examples import history_batches, load_history
+from evomem.examples import load_fixture
 from graph.partition import (STEPS, PartitionConfig, PartitionError, PartitionMap, PartitionedStore, hash_server,
                              migrate_user)
 from graph.portable import export_user
@@ -140,8 +140,7 @@ def _load_history(store: Any) -> Any:
     from memcore.memory import Memory
 
     mem = Memory(store, HashEmbedder(16))
-    for b in history_batches(load_history()):
-        mem.apply(b.model_copy(update={"session_hash": b.session_id}))
+    load_fixture(mem)
     return mem
 
 

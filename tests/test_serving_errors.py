@@ -19,7 +19,7 @@ import pytest
 from fastapi.testclient import TestClient
 from servers import free_port
 
-from evomem.examples import history_batches, load_history
+from evomem.examples import load_fixture
 from memcore.memory import Memory
 from graph.embedded import EmbeddedStore
 from llmclients.config import ModelEndpointConfig
@@ -61,8 +61,7 @@ def loaded_memory(path: Path) -> Memory:
     store = EmbeddedStore(path)
     store.setup()
     mem = Memory(store, HashEmbedder(16))  # type: ignore[arg-type]
-    for b in history_batches(load_history()):
-        mem.apply(b.model_copy(update={"session_hash": b.session_id}))
+    load_fixture(mem)
     return mem
 
 

@@ -76,7 +76,7 @@ def test_vllm_command_serves_the_shipped_adapter(tmp_path: Path, monkeypatch: py
 def test_the_rule_baseline_meets_the_example_history_needs(tmp_path: Path) -> None:
     """The needs in history.json are satisfiable: the rule baseline's five states (MiniLM store, k=4, as
     `make demo`) miss nothing. A learned policy must do as well to ship."""
-    from evomem.examples import history_batches, load_history
+    from evomem.examples import load_fixture, load_history
     from evomem.settings import Settings
     from memcore.memory import Memory
     from policy.needs import StateNeeds
@@ -84,8 +84,7 @@ def test_the_rule_baseline_meets_the_example_history_needs(tmp_path: Path) -> No
 
     mem = Memory.from_settings(Settings.from_env({}, store={"path": str(tmp_path / "s")}))
     history = load_history()
-    for b in history_batches(history):
-        mem.apply(b.model_copy(update={"session_hash": b.session_id}))
+    load_fixture(mem, history)
     rule = RulePolicy()
     for req in history["requests"]:
         bundle = mem.retrieve(req["user_id"], req["request"], k=4)
