@@ -197,11 +197,11 @@ def load_fixture(memory: Memory, history: dict[str, Any] | None = None) -> int:
     """TEST FIXTURE: apply the hand-written ontology's sessions ``memory`` does not hold yet (session id as the
     idempotency hash, so a rerun adds nothing); returns how many were applied."""
     n = 0
-    held: dict[str, set[str]] = {}  # per user, read once: the sessions it holds (and those applied here)
+    held: dict[str, set[str | None]] = {}  # per user, read once: the sessions it holds (and those applied here)
     for batch in fixture_batches(history):
         have = held.get(batch.user_id)
         if have is None:
-            have = held[batch.user_id] = set(memory.store.load_snapshot(batch.user_id).sessions)
+            have = held[batch.user_id] = set[str | None](memory.store.load_snapshot(batch.user_id).sessions)
         if batch.session_id not in have:
             memory.apply(batch.model_copy(update={"session_hash": batch.session_id}))
             have.add(batch.session_id)
