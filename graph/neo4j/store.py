@@ -306,6 +306,7 @@ class Neo4jStore:
         q = lucene_query(query, user_id)
         if not q:
             return []
+        self._driver.execute_query(Q.AWAIT_TEXT, database_=self._db)  # every earlier commit in the index
         rows = self._read(Q.TEXT_SEARCH, u=user_id, q=q, k=int(k))
         return [(r["id"], float(r["score"])) for r in rows]
 
