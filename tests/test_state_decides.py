@@ -89,3 +89,22 @@ def test_the_text_only_reader_sees_the_statements_alone(family: str) -> None:
     assert lines[right.alias] == right.fact.statement and lines[wrong.alias] == wrong.fact.statement
     full = dict(memory_lines(inst.bundle(), 400, graph_state=True))
     assert MARK[family] in full[right.alias] + full[wrong.alias]  # the graph-state reader would see it
+
+
+def test_the_text_only_reader_follows_the_state_where_the_evidence_cannot_decide() -> None:
+    """The committed reader (configs/reader-xfast-text.yaml) on instances of another seed than its training
+    data: the perfect state picks the right option, the swapped one the other, on every family."""
+    from policy.option_scoring import choice_index
+    from policy.state import fit_state
+    from policy.xreader_fast import XFastReader
+
+    reader = XFastReader.load("policy/artefact/xreader-fast-text-v1")
+    assert reader.text_only
+    for family in FAMILIES:
+        for i in range(3):
+            inst = make(family, 7, i)
+            assert inst.choices
+            ref = choice_index(inst.choices, inst.reference_answer)
+            good = reader.answer_text(inst.request, inst.bundle(), inst.choices, fit_state(oracle_state(inst)))
+            bad = reader.answer_text(inst.request, inst.bundle(), inst.choices, fit_state(oracle_state(inst, wrong=True)))
+            assert choice_index(inst.choices, good) == ref and choice_index(inst.choices, bad) != ref
