@@ -28,7 +28,7 @@ from retrieval.evidence import EvidenceItem as EvidenceItem
 from retrieval.evidence import Explain as Explain
 from retrieval.evidence import SeedHit as SeedHit
 from graph.models import Fact, Relation, RelationalState, utcnow
-from retrieval.seeds.breadth import asks_for_gist, draws_on_assistant, informative_window, spans_conversation
+from retrieval.seeds.breadth import asks_for_gist, asks_for_several, draws_on_assistant, informative_window, spans_conversation
 from retrieval.seeds.index import InformationMeasure, RouteIndex
 from retrieval.seeds.rank import DEFAULT_ROUTE_WEIGHTS, INSTRUCTION_LIMIT, ROUTES, SECOND_PASS, RouteContext, RouteName
 from graph.rules import derive_state
@@ -100,10 +100,17 @@ class RetrievalConfig(BaseModel):
         "at 600 tokens: coverage 0.739 -> 0.757, answer-token recall 0.671 -> 0.659 (10 words); with one line "
         "per moment (the gist route, retrieval/seeds/arc.py) 6 words against 10 raised summarization and "
         "event-ordering coverage on BEAM dev (docs/results/concept-route.md); LoCoMo: 2 of 883 match."))
-    routes_off_for: dict[Literal["gist", "narrow"], tuple[RouteName, ...]] = Field(default_factory=dict, description=(
-        "Routes left out for one kind of request, told apart by its wording: 'gist' for a request that "
-        "wants a topic's arc (retrieval/seeds/breadth.py: asks_for_gist), 'narrow' for any other. A route "
-        "is kept for the kinds of request where leaving it out costs (docs/results/concept-route.md)."))
+    several_line_words: int = Field(default=0, ge=0, description=(
+        "For a request that asks for several things (retrieval/seeds/breadth.py: asks_for_several; a request "
+        "that spans the conversation takes ``broad_line_words``), each fact longer than this is written as its "
+        "most informative window of this many words, so more of the set's members fit the budget (0 = off)."))
+    routes_off_for: dict[Literal["gist", "several", "narrow"], tuple[RouteName, ...]] = Field(
+        default_factory=dict, description=(
+            "Routes left out for one kind of request, told apart by its wording: 'gist' for a request that "
+            "wants a topic's arc (retrieval/seeds/breadth.py: asks_for_gist), 'several' for one that asks for "
+            "several things (asks_for_several: a list, a plural what / which, a count, what both share), "
+            "'narrow' for any other ('several' takes the 'narrow' entry when it has none of its own). A route "
+            "is kept for the kinds of request where leaving it out costs (docs/results/concept-route.md)."))
     session_redundancy: float = Field(default=1.0, gt=0, le=1, description=(
         "Fused-score factor per better-ranked seed from the same session (1 = off): evidence that spans "
         "sessions (multi-hop questions) is not crowded out by one session's near-duplicates."))
@@ -117,12 +124,20 @@ class RetrievalConfig(BaseModel):
         for its kind; a request that draws on the assistant's words (``draws_on_assistant``) takes
         ``broad_holder_weights``."""
         cfg = self
-        off = self.routes_off_for.get("gist" if asks_for_gist(query) else "narrow", ()) if self.routes_off_for else ()
+        off: tuple[RouteName, ...] = ()
+        if self.routes_off_for:
+            kind = request_kind(query)
+            off = self.routes_off_for.get(kind, self.routes_off_for.get("narrow", ()) if kind == "several" else ())
         if set(off) & set(self.routes):
             cfg = cfg.model_copy(update={"routes": tuple(r for r in self.routes if r not in off)})
         if not self.broad_holder_weights or not draws_on_assistant(query):
             return cfg
         return cfg.model_copy(update={"holder_weights": self.holder_weights | self.broad_holder_weights})
+
+
+def request_kind(query: str) -> Literal["gist", "several", "narrow"]:
+    """The kind of request ``routes_off_for`` keys on: an arc, several things, or one thing."""
+    return "gist" if asks_for_gist(query) else "several" if asks_for_several(query) else "narrow"
 
 
 def route_seeds(index: RouteIndex, query: str, query_embedding: Sequence[float] | None, cfg: RetrievalConfig,
@@ -392,7 +407,9 @@ def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Seque
                 rels_of[end].append(r)
     # Groups in order of their best seed; inside a group, chronological (history reads forward).
     order = sorted(ids, key=lambda i: (comp[i], _time_key(sub.facts[i])))
-    broad = index is not None and cfg.broad_line_words > 0 and spans_conversation(query)
+    words = cfg.broad_line_words if spans_conversation(query) else \
+        cfg.several_line_words if cfg.several_line_words and asks_for_several(query) else 0
+    broad = index is not None and words > 0
     items: list[EvidenceItem] = []
     for n, fid in enumerate(order, start=1):
         f = sub.facts[fid]
@@ -402,7 +419,7 @@ def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Seque
             state = derive_state(f, rels_of[fid] if cfg.traverse else [], sub.facts, path, now)
         items.append(EvidenceItem(alias=f"F{n}", fact=f, state=state, seed=fid in seed_score,
                                   score=seed_score.get(fid), group=comp[fid],
-                                  brief=brief(f, index, query, cfg.broad_line_words) if broad else None))
+                                  brief=brief(f, index, query, words) if broad else None))
     t3 = time.perf_counter()
     explain = Explain(query=query, k=cfg.k, seeds=seeds, added_by_traversal=[i for i in ids if i not in seed_score],
                       added_by_update_turn=[i for i in by_turn if i in sub.facts],

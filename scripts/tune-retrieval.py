@@ -25,6 +25,7 @@ from evaluation.metrics import score_evidence, turns_of_facts  # noqa: E402
 from evomem.commands.eval_cmds import open_cached  # noqa: E402
 from retrieval.render import render_context  # noqa: E402
 from retrieval.retrieve import RetrievalConfig  # noqa: E402
+from scoring.answers import answer_recall  # noqa: E402
 
 
 def main() -> int:
@@ -39,6 +40,8 @@ def main() -> int:
     ap.add_argument("--users", nargs="*", help="only these users' questions (e.g. the conversations a partly filled store holds whole)")
     ap.add_argument("--category-metrics", action="store_true",
                     help="with --categories: hit / coverage / complete per category instead of complete alone")
+    ap.add_argument("--records", help="append one JSON line per question and setting (its row number, the question's "
+                    "hit / coverage / complete / tokens / answer-token recall) here, for per-question comparisons")
     a = ap.parse_args()
     mem, _, eps = open_cached(a.benchmark, a.data, a.store, a.k, a.budget)
     users = set(mem.store.users()) & set(a.users or mem.store.users())
@@ -64,13 +67,15 @@ def main() -> int:
 
     mem.embedder = Primed()  # type: ignore[assignment]
     base = mem.retrieval.model_dump() | {"k": a.k}
-    print(f"{len(qs)} questions; {'setting':60s} hit    cov    compl  tokens  s")
+    print(f"{len(qs)} questions; {'setting':60s} hit    cov    compl  tokens  s    answer-token recall")
+    rec = open(a.records, "a") if a.records else None
     try:
-        for over in json.loads(a.settings):
+        for row_no, over in enumerate(json.loads(a.settings)):
             mem.retrieval = RetrievalConfig.model_validate(base | over)
             t0 = time.time()
             agg: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
             toks = []
+            atr: list[float] = []
             for u, q in qs:
                 b = mem.retrieve(u, q.question)
                 ctx = render_context(b, a.budget)
@@ -80,9 +85,16 @@ def main() -> int:
                 agg["all"].append(row)
                 agg[q.category].append(row)
                 toks.append(ctx.tokens)
+                r = answer_recall(ctx.text, q.answer) if q.answer else None
+                if r is not None:
+                    atr.append(r)
+                if rec is not None:
+                    rec.write(json.dumps({"row": row_no, "user": u, "qid": q.qid, "category": q.category, "question": q.question,
+                                          "hit": row[0], "coverage": row[1], "complete": row[2], "tokens": ctx.tokens,
+                                          "answer_recall": r}) + "\n")
             m = [sum(r[i] for r in agg["all"]) / len(agg["all"]) for i in range(3)]
             print(f"{json.dumps(over)[:60]:60s} {m[0]:.3f}  {m[1]:.3f}  {m[2]:.3f}  {sum(toks) / len(toks):6.1f} "
-                  f"{time.time() - t0:4.0f}")
+                  f"{time.time() - t0:4.0f}  {sum(atr) / len(atr) if atr else float('nan'):.3f}")
             if a.categories and a.category_metrics:
                 print("   ", {c: [round(sum(r[i] for r in v) / len(v), 3) for i in range(3)] + [len(v)]
                               for c, v in sorted(agg.items()) if c != "all"})
@@ -90,6 +102,8 @@ def main() -> int:
                 print("   ", {c: round(sum(r[2] for r in v) / len(v), 3) for c, v in sorted(agg.items()) if c != "all"})
     finally:
         mem.close()
+        if rec is not None:
+            rec.close()
     return 0
 
 

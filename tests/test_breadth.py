@@ -11,7 +11,7 @@ from graph.edits import CreateConcept, EditBatch
 from graph.embedded.store import EmbeddedStore
 from graph.models import Fact
 from retrieval.retrieve import RetrievalConfig
-from retrieval.seeds.breadth import asks_broadly, draws_on_assistant
+from retrieval.seeds.breadth import SEVERAL_CLASSES, asks_broadly, asks_for_several, draws_on_assistant
 from tests.test_contract import EMB, attach, commit
 
 
@@ -53,6 +53,35 @@ def test_draws_on_assistant(query: str, expected: bool) -> None:
     assert draws_on_assistant(query) is expected
 
 
+@pytest.mark.parametrize("query, expected", [
+    # written for this test, outside every benchmark: each class of a request for several things
+    ("Could you list a few plants I repotted?", True),  # an enumeration ("list the / all" is an arc, BROAD)
+    ("Name some places Oskar has lived.", True),
+    ("What are some dishes my aunt cooks on holidays?", True),
+    ("What else did Priya bring to the picnic?", True),
+    ("Which board games has Tomas taught his nephews?", True),  # a plural wh-object with its auxiliary
+    ("What new recipes did Anneke try?", True),
+    ("What kinds of fabric does the tailor stock?", True),
+    ("What were the reasons for the delay?", True),  # plural agreement
+    ("What do Lena and her brother both collect?", True),  # several holders
+    ("How many instruments does Bram play?", True),  # a count of things
+    ("How many times did the boiler break?", True),
+    # one thing, or an arc
+    ("Which board game did Tomas teach his nephew first?", False),
+    ("What is Oskar's favourite city?", False),
+    ("What does Priya do for a living?", False),  # 'does' is no plural noun
+    ("What was the reason for the delay?", False),
+    ("When did James move to Lisbon?", False),  # a name ending in -s is no plural head
+    ("What class does Lotus take on Tuesdays?", False),
+    ("How many days passed between the audition and the premiere?", False),  # a duration, not a set
+    ("How many weeks are left before the exam?", False),
+    ("Summarize the recipes we talked about over time.", False),  # an arc: the gist route's
+])
+def test_asks_for_several(query: str, expected: bool) -> None:
+    assert asks_for_several(query) is expected
+    assert len(SEVERAL_CLASSES) == 5
+
+
 def test_for_request_overrides_the_holder_factor_only_for_broad_requests() -> None:
     cfg = RetrievalConfig(holder_weights={"assistant": 0.5, "doc": 0.8})
     assert cfg.for_request("When does my sprint end?") is cfg
@@ -91,5 +120,29 @@ def test_a_request_that_spans_the_conversation_gets_brief_lines(tmp_path: Path) 
         assert all(it.brief is None for it in narrow.items) and long in render_context(narrow, 600).text
         mem.retrieval = mem.retrieval.model_copy(update={"broad_line_words": 0})
         assert all(it.brief is None for it in mem.retrieve("ada", "Summarize my database setup so far").items)
+    finally:
+        mem.close()
+
+
+def test_several_line_words_shortens_only_a_request_for_several_things(tmp_path: Path) -> None:
+    from memcore.memory import Memory
+
+    long = ("I finally planted the heirloom tomatoes, the purple basil and two rows of runner beans along the "
+            "south fence after the last frost had passed")
+    store = EmbeddedStore(tmp_path / "db")
+    store.setup()
+    commit(store, EditBatch(user_id="ada", edits=[CreateConcept(concept_id="ada:c", name="c"),
+        attach(Fact(fact_id="ada:long", user_id="ada", statement=long), "ada:c"),
+        attach(Fact(fact_id="ada:short", user_id="ada", statement="Grows mint on the balcony"), "ada:c")]))
+    mem = Memory(store, EMB)
+    try:
+        several = "Which vegetables has Ada planted in the garden?"
+        assert all(it.brief is None for it in mem.retrieve("ada", several).items)  # off by default
+        mem.retrieval = mem.retrieval.model_copy(update={"several_line_words": 8})
+        items = {it.fact.fact_id: it for it in mem.retrieve("ada", several).items}
+        b = items["ada:long"].brief
+        assert b is not None and len(b.replace("…", "").split()) == 8 and b.strip("… ") in long
+        assert items["ada:short"].brief is None  # short already
+        assert all(it.brief is None for it in mem.retrieve("ada", "Which vegetable did Ada plant first?").items)
     finally:
         mem.close()

@@ -143,6 +143,11 @@ def test_routes_can_be_left_out_per_kind_of_request() -> None:
     assert "concept" not in narrow.routes and "time" in narrow.routes and "gist" in narrow.routes
     assert "concept" in gist.routes and "time" not in gist.routes
     assert RetrievalConfig().for_request("Which food do I buy for the dog?").routes == ROUTES
+    # a request for several things is 'several' where that kind has an entry, else it is read as 'narrow'
+    assert "concept" not in cfg.for_request("Which toys has the dog chewed up?").routes
+    several = cfg.model_copy(update={"routes_off_for": {"narrow": ("concept",), "several": ()}})
+    assert "concept" in several.for_request("Which toys has the dog chewed up?").routes
+    assert "concept" not in several.for_request("Which toy did the dog chew up?").routes
 
 
 def test_an_arc_reads_moments_whole_exchanges_and_what_the_user_raised_alone(tmp_path: Path) -> None:

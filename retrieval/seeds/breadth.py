@@ -94,6 +94,45 @@ def asks_for_gist(query: str) -> bool:
     return any(p.search(query) is not None for _, p in GIST_CLASSES)
 
 
+# Requests that ask for several things at once: the answer is a set whose members were said apart,
+# often sessions apart, so the concept route (the members of the live concepts nearest the request,
+# retrieval/seeds/rank.py) can pay for them; for a request after one thing it crowds the one answer out
+# (docs/results/concept-route.md). Each class has test sentences from outside every benchmark in
+# tests/test_breadth.py.
+_AUX = r"(?:do|does|did|has|have|had|is|are|was|were|can|could|would|will|should|might)"
+# a plural head noun: a word ending in -s that is no singular in -ss / -us / -is and no function word
+_PLURAL = r"(?!(?:this|his|hers|its|ours|yours|theirs|always|perhaps|sometimes|whereas|does|was|has|is|us|as)\b)" \
+          r"[a-z]\w*[a-rt-z]s(?<!ss)(?<!us)(?<!is)\b"
+SEVERAL_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("an enumeration: list, name some, what are some, what else, which ones",
+     re.compile(r"\b(?:list|enumerate|name (?:some|all|a few|the|two|three|several)|what (?:are|were) some|"
+                r"what else|which ones|what other)\b", re.I)),
+    ("a plural wh-object: what / which (kinds of) <plural noun> (aux)",
+     re.compile(r"\b(?:what|which)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+\w+|(?:\w+\s+){0,2}?" + _PLURAL +
+                r"\s+" + _AUX + r")\b", re.I)),
+    ("plural agreement of the wh-word: what are / what were", re.compile(r"\bwhat (?:are|were)\b", re.I)),
+    ("several holders: both, each of, all of them", re.compile(r"\b(?:both|each of|all of (?:them|their|his|her))\b",
+                                                               re.I)),
+    # a duration ("how many days between …") is one span between two dates, not a set of things
+    ("a count of things (not of days): how many", re.compile(
+        r"\bhow many\b(?!\s+(?:\w+\s+)?(?:seconds?|minutes?|hours?|days?|nights?|weeks?|months?|years?)\b)", re.I)),
+)
+
+
+def asks_for_several(query: str) -> bool:
+    """True when ``query`` asks for several things (a set, a list, a count, what two people share),
+    not for one fact and not for a topic's arc (``asks_for_gist``).
+
+    >>> asks_for_several("Which board games has Tomas taught his nephews?")
+    True
+    >>> asks_for_several("Which board game did Tomas teach his nephew first?")
+    False
+    >>> asks_for_several("Summarize the board games we talked about over time.")
+    False
+    """
+    return not asks_for_gist(query) and any(p.search(query) is not None for _, p in SEVERAL_CLASSES)
+
+
 # A request word in a line weighs as much as a rare word: the window should hold what was asked about.
 REQUEST_WORD_BONUS = 3.0
 
