@@ -23,6 +23,7 @@ from neo4j_server import serve_for_tests  # noqa: E402
 
 # Hooks that order slow files first and print per-file times (see tests/file_order.py).
 from file_order import (  # noqa: E402,F401
+    STAND_IN,
     pytest_collection_modifyitems,
     pytest_runtest_logreport,
     pytest_terminal_summary,
@@ -58,6 +59,8 @@ def _guard(fn):  # type: ignore[no-untyped-def]
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{STAND_IN}(test): a quick test that ``test`` (same file, same parameters) "
+                            "fully covers; deselected when ``test`` runs too (tests/file_order.py)")
     socket.socket.connect = _guard(_real_connect)  # type: ignore[method-assign]
     socket.socket.connect_ex = _guard(_real_connect_ex)  # type: ignore[method-assign]
 
@@ -128,12 +131,11 @@ def embedder() -> object:
 @pytest.fixture
 def memory(store: object, embedder: object) -> object:
     """A Memory over ``store`` holding the shipped example history (users maya, leo, sara)."""
-    from evomem.examples import history_batches, load_history
+    from evomem.examples import load_fixture
     from memcore.memory import Memory
 
     mem = Memory(store, embedder)  # type: ignore[arg-type]
-    for b in history_batches(load_history()):
-        mem.apply(b.model_copy(update={"session_hash": b.session_id}))
+    load_fixture(mem)
     return mem
 
 

@@ -45,7 +45,13 @@ def order_items(items: list[pytest.Item], rank: dict[str, int]) -> list[pytest.I
     return sorted(items, key=lambda it: rank.get(_file_of(it.nodeid), late))
 
 
+@pytest.hookimpl(trylast=True)  # after -m/-k deselection: a stand-in is dropped only for a test that will run
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    drop = stand_ins_covered(items)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        gone = {id(it) for it in drop}
+        items[:] = [it for it in items if id(it) not in gone]
     items[:] = order_items(items, slow_order())
 
 
@@ -61,3 +67,27 @@ def pytest_terminal_summary(terminalreporter) -> None:  # type: ignore[no-untype
     terminalreporter.write_sep("-", f"slowest test files (of {total:.0f} s summed over workers)")
     for name, seconds in sorted(_TIMES.items(), key=lambda kv: -kv[1])[:20]:
         terminalreporter.write_line(f"{seconds:8.1f} {name}")
+
+
+# -- stand-ins: a quick test that a slower one in the same run fully covers ---------------------------
+# ``@pytest.mark.stand_in("test_big")`` on ``test_small`` says: test_big asserts everything test_small does
+# (and more, on more cases). A run that selects test_big (same file, same parameters) deselects test_small,
+# so the full suite does not pay twice for the same assertions; a quick run (``-m "not slow"``) still runs
+# test_small. Deselected, never skipped: the run's skip count is unchanged.
+STAND_IN = "stand_in"
+
+
+def stand_ins_covered(items: list[pytest.Item]) -> list[pytest.Item]:
+    """The stand-in items whose covering test is among ``items``."""
+    ids = {it.nodeid for it in items}
+    out = []
+    for it in items:
+        mark = it.get_closest_marker(STAND_IN)
+        if mark is None:
+            continue
+        name = it.name.split("[", 1)[0]
+        cover = it.nodeid.replace(f"::{name}", f"::{mark.args[0]}", 1)
+        if cover in ids:
+            out.append(it)
+    return out
+

@@ -23,3 +23,20 @@ def test_slow_files_come_first_slowest_first_and_the_rest_keep_their_order(tmp_p
 
 def test_a_missing_list_orders_nothing(tmp_path: Path) -> None:
     assert slow_order(tmp_path / "absent.txt") == {}
+
+
+def test_a_stand_in_is_dropped_only_beside_the_test_that_covers_it() -> None:
+    """A stand-in goes only where its covering test (same file, same parameters) is selected too."""
+    from file_order import STAND_IN, stand_ins_covered
+
+    def item(nodeid: str, cover: str | None = None) -> SimpleNamespace:
+        mark = SimpleNamespace(args=(cover,)) if cover else None
+        return SimpleNamespace(nodeid=nodeid, name=nodeid.split("::")[-1],
+                               get_closest_marker=lambda name: mark if name == STAND_IN else None)
+
+    small_e, small_n = item("tests/t.py::small[embedded]", "big"), item("tests/t.py::small[neo4j]", "big")
+    other = item("tests/u.py::small[embedded]", "big")  # its cover would be in another file: kept
+    big_e = item("tests/t.py::big[embedded]")
+    got = stand_ins_covered([small_e, small_n, other, big_e])  # type: ignore[list-item]
+    assert got == [small_e]  # big[neo4j] is not selected (e.g. -m "not neo4j"): small[neo4j] stays
+    assert stand_ins_covered([small_e, small_n]) == []  # type: ignore[list-item]  # -m "not slow": all run

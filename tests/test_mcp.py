@@ -37,10 +37,12 @@ KEYS = [{"key": "key-maya-0123456789", "name": "maya-agent", "users": ["maya"]},
         {"key": "key-admin-0123456789", "name": "admin"}]
 
 
-def _cli(*args: str) -> None:
-    r = subprocess.run([sys.executable, "-m", "evomem.cli", *args], cwd=str(REPO), env=_env(), capture_output=True,
-                       text=True, timeout=300)
-    assert r.returncode == 0, r.stderr[-2000:]
+def _load_example(*store_args: str) -> None:
+    """`evomem load-example` in this process: the same command as a subprocess, without a CLI start per test
+    (the MCP servers under test are real subprocesses)."""
+    from evomem.cli import main
+
+    assert main(["load-example", *store_args]) == 0
 
 
 @pytest.fixture(params=["embedded", pytest.param("neo4j", marks=pytest.mark.neo4j)])
@@ -53,7 +55,7 @@ def store_args(request: pytest.FixtureRequest, tmp_path: Path) -> list[str]:
         for u in EXAMPLE_USERS:  # only the example's users: the server is shared with other tests
             neo.purge_user(u)
         args = ["--store", "neo4j", "--neo4j-uri", request.getfixturevalue("neo4j_uri"), "--embedder", "hash"]
-    _cli("load-example", *args)
+    _load_example(*args)
     return args
 
 
@@ -307,7 +309,7 @@ def test_mcp_answer_with_a_live_smollm2_server(tmp_path: Path) -> None:
     """MCP answer end to end against a real OpenAI-compatible answer server: ``evomem serve-model``
     with SmolLM2-135M on 127.0.0.1 (embedded store; a few seconds per answer on 2 cores)."""
     args = ["--store", "embedded", "--store-path", str(tmp_path / "store"), "--embedder", "hash"]
-    _cli("load-example", *args)
+    _load_example(*args)
     srv = start_model_server(tmp_path, served_name="smollm2", timeout_s=600)
     try:
         live = ["--answer-url", f"{srv.url}/v1", "--answer-model", "smollm2", "--answer-timeout-s", "300",
