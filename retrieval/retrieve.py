@@ -38,6 +38,14 @@ from retrieval.fusion import diversify as diversify
 from retrieval.fusion import fuse_routes as fuse_routes
 from retrieval.fusion import rrf_fuse as rrf_fuse
 
+RequestKind = Literal["gist", "several", "narrow"]
+
+
+def concept_for_several() -> dict[RequestKind, tuple[RouteName, ...]]:
+    """The default ``routes_off_for``: the concept route runs only for a request that asks for several things."""
+    return {"gist": ("concept",), "narrow": ("concept",), "several": ()}
+
+
 class RetrievalConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
     k: int = Field(default=10, ge=1, le=1000, description="Number of seed facts (the neighbour route adds its new ones on top).")
@@ -105,12 +113,13 @@ class RetrievalConfig(BaseModel):
         "that spans the conversation takes ``broad_line_words``), each fact longer than this is written as its "
         "most informative window of this many words, so more of the set's members fit the budget (0 = off)."))
     routes_off_for: dict[Literal["gist", "several", "narrow"], tuple[RouteName, ...]] = Field(
-        default_factory=dict, description=(
+        default_factory=lambda: concept_for_several(), description=(
             "Routes left out for one kind of request, told apart by its wording: 'gist' for a request that "
             "wants a topic's arc (retrieval/seeds/breadth.py: asks_for_gist), 'several' for one that asks for "
             "several things (asks_for_several: a list, a plural what / which, a count, what both share), "
             "'narrow' for any other ('several' takes the 'narrow' entry when it has none of its own). A route "
-            "is kept for the kinds of request where leaving it out costs (docs/results/concept-route.md)."))
+            "is kept for the kinds of request where leaving it out costs; by default the concept route runs for "
+            "'several' alone (docs/results/concept-route.md)."))
     session_redundancy: float = Field(default=1.0, gt=0, le=1, description=(
         "Fused-score factor per better-ranked seed from the same session (1 = off): evidence that spans "
         "sessions (multi-hop questions) is not crowded out by one session's near-duplicates."))

@@ -83,12 +83,12 @@ def test_asks_for_several(query: str, expected: bool) -> None:
 
 
 def test_for_request_overrides_the_holder_factor_only_for_broad_requests() -> None:
-    cfg = RetrievalConfig(holder_weights={"assistant": 0.5, "doc": 0.8})
+    cfg = RetrievalConfig(holder_weights={"assistant": 0.5, "doc": 0.8}, routes_off_for={})  # no route gate: the same object
     assert cfg.for_request("When does my sprint end?") is cfg
     assert cfg.for_request("Which tool did you recommend for the sprint?").holder_weights["assistant"] == 1.0
     broad = cfg.for_request("Summarize how the sprint went over time")
     assert broad.holder_weights == {"assistant": 1.0, "doc": 0.8} and cfg.holder_weights["assistant"] == 0.5
-    off = RetrievalConfig(broad_holder_weights={})
+    off = RetrievalConfig(broad_holder_weights={}, routes_off_for={})
     assert off.for_request("Summarize how the sprint went over time") is off
 
 

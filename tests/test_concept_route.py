@@ -75,7 +75,8 @@ def test_the_gist_route_reads_one_line_per_concept_round_by_round(tmp_path: Path
     assert sorted(first) == ["ada:garden", "ada:music", "ada:pets"]  # every concept's best line before any second
     assert len(hits) == 9 and "ada:misc0" not in concept and [r for _, _, r in hits] == list(range(1, 10))
     assert _ctx(idx, "Which food do I buy for the dog?").gist() == []  # a narrow request: silent
-    assert "gist" in ROUTES and "concept" not in ROUTES  # selectable, off by default: it did not pay
+    assert "gist" in ROUTES and "concept" in ROUTES  # concept: for requests that ask for several things only
+    assert RetrievalConfig().routes_off_for == {"gist": ("concept",), "narrow": ("concept",), "several": ()}
 
 
 def test_a_gist_request_is_written_in_time_order(tmp_path: Path) -> None:
@@ -142,7 +143,8 @@ def test_routes_can_be_left_out_per_kind_of_request() -> None:
     gist = cfg.for_request("How has the dog's diet changed since spring?")
     assert "concept" not in narrow.routes and "time" in narrow.routes and "gist" in narrow.routes
     assert "concept" in gist.routes and "time" not in gist.routes
-    assert RetrievalConfig().for_request("Which food do I buy for the dog?").routes == ROUTES
+    assert RetrievalConfig().for_request("Which food do I buy for the dog?").routes == tuple(r for r in ROUTES if r != "concept")
+    assert RetrievalConfig().for_request("Which toys has the dog chewed up?").routes == ROUTES  # the default gate
     # a request for several things is 'several' where that kind has an entry, else it is read as 'narrow'
     assert "concept" not in cfg.for_request("Which toys has the dog chewed up?").routes
     several = cfg.model_copy(update={"routes_off_for": {"narrow": ("concept",), "several": ()}})

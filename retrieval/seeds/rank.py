@@ -48,11 +48,13 @@ RouteName = Literal["fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "conce
 # same run it changed LoCoMo complete by 0.001 and BEAM by 0.000 (docs/results/retrieval-routes.md),
 # and a route that contributes nothing on any benchmark does not ship. To add a route: its name in
 # RouteName and here, and a RouteContext method of that name (it may call into its own module).
-# "concept" (a narrow request reads the best members of the live concepts nearest it) is selectable but
-# off too: left out in the same run it raised LoCoMo complete 0.811 -> 0.818 and BEAM 0.565 -> 0.583
-# (docs/results/concept-route.md); for a request that wants a topic's arc the tree is read by "gist".
-ROUTES: tuple[RouteName, ...] = ("fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "gist", "time", "context",
-                                 "instruction", "neighbour")
+# "concept" (a request reads the best members of the live concepts nearest it) runs only for a request
+# that asks for several things (RetrievalConfig.routes_off_for's default leaves it out for the other kinds):
+# for every request it cost single-hop questions and BEAM; gated, LoCoMo dev complete 702 -> 705 of 883, BEAM
+# dev 139 -> 140 of 215, MemSyco equal (docs/results/concept-route.md, 2026-12-07 evening); for a request that
+# wants a topic's arc the tree is read by "gist".
+ROUTES: tuple[RouteName, ...] = ("fact_dense", "fact_bm25", "turn_dense", "turn_bm25", "concept", "gist", "time",
+                                 "context", "instruction", "neighbour")
 # Routes that start from the first pass's fused seeds, so they run after it (retrieval/retrieve.py: route_seeds).
 SECOND_PASS: frozenset[str] = frozenset({"neighbour"})
 # Fusion weight of a route when RetrievalConfig.route_weights does not name it (1.0 otherwise). The
