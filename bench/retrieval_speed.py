@@ -159,7 +159,8 @@ def run_backend(name: str, args: argparse.Namespace, users: list[tuple[str, Edit
             total.append((time.perf_counter() - t) * 1e3)
             cpu.append((time.thread_time() - c) * 1e3)
             for k in stages:
-                stages[k].append(b.explain.timings_ms[k])
+                # a route off for this request's kind (RetrievalConfig.routes_off_for: concept) did not run
+                stages[k].append(b.explain.timings_ms.get(k, 0.0))
             added.append(len(b.explain.added_by_traversal))
         n_facts = sum(len(ids) for _, _, _, ids in users)
         return {"backend": name, "load_s": load_s, "load_facts_per_s": n_facts / load_s,
