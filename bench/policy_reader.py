@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 import time
 from collections import defaultdict
@@ -75,6 +74,7 @@ def run(ns: argparse.Namespace, out: Path) -> None:
     import torch
 
     from policy.lmreader import EVIDENCE_BUDGET, LMReader
+    from policy.option_scoring import OptionScoring, best_index, choice_index
     from policy.reader import AnswerReader
     from policy.rule import RulePolicy
     from policy.state import fit_state, parse_state
@@ -145,11 +145,11 @@ def run(ns: argparse.Namespace, out: Path) -> None:
         for name, cond in conds.items():
             if inst.choices:
                 lps = reader.option_logprobs(inst.request, bundle, inst.choices, cond)  # type: ignore[arg-type]
-                ref = [c.strip().lower() for c in inst.choices].index(inst.reference_answer.strip().lower())
-                z = max(lps)
-                ps = [math.exp(v - z) for v in lps]
-                rec[f"lm/{name}/acc"] = float(max(range(len(lps)), key=lambda k: (lps[k], -k)) == ref)
-                rec[f"lm/{name}/graded"] = ps[ref] / sum(ps)
+                ref = choice_index(inst.choices, inst.reference_answer)
+                if ref is None:
+                    raise ValueError(f"{inst.instance_id}: its reference answer is none of its options")
+                rec[f"lm/{name}/acc"] = float(best_index(lps) == ref)
+                rec[f"lm/{name}/graded"] = OptionScoring.graded_choice(lps, inst.choices, inst.reference_answer)
                 if name != "none":
                     st = None if name == "evidence" else cond
                     ans = bow.answer(inst.request, inst.evidence, inst.choices, st)  # type: ignore[arg-type]

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from policy.option_scoring import choice_index
 from policy.state import FactUse, ReasoningState, fit_state
 from training_data.base import TrainingInstance
 
@@ -246,9 +247,10 @@ def draw_batch(train: Sequence[TrainingInstance], conds: Sequence[str], wts: Seq
 
 def target_index(inst: TrainingInstance, right: bool) -> int:
     assert inst.choices
-    norm = [c.strip().lower() for c in inst.choices]
-    ref = norm.index(inst.reference_answer.strip().lower())
-    return ref if right else next(k for k in range(len(norm)) if k != ref)
+    ref = choice_index(inst.choices, inst.reference_answer)
+    if ref is None:
+        raise ValueError(f"{inst.instance_id}: its reference answer is none of its options")
+    return ref if right else next(k for k in range(len(inst.choices)) if k != ref)
 
 
 # --- training -------------------------------------------------------------------------------------------
