@@ -79,6 +79,9 @@ class DataConfig(BaseModel):
                                    "by dropping whole fact groups, then skipped.")
     filter_solved: bool = Field(default=False, description="Drop instances the answer model already solves without a "
                                 "state (their reward can only be <= 0).")
+    deciding_only: bool = Field(default=False, description="Per-fact prompts: GRPO prompts only for the facts an "
+                                "instance's metadata['deciding'] names (training_data/state_decides.py: the two "
+                                "competing facts); a distractor's line moves no reader, so its group has no spread.")
 
 
 class AnswerModelSettings(BaseModel):

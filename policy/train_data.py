@@ -80,11 +80,13 @@ PolicyCall = tuple[str | None, list[dict[str, str]]]
 
 def policy_calls(inst: TrainingInstance, cfg: TrainConfig, count_tokens: Any = None) -> list[PolicyCall] | None:
     """The policy prompts one state of ``inst`` takes: one whole-state prompt (alias None, shrunk as
-    ``prompt_messages`` does; None when it cannot fit) or, with a per-fact prompt, one per fact."""
+    ``prompt_messages`` does; None when it cannot fit) or, with a per-fact prompt, one per fact (with
+    ``data.deciding_only``, only the facts ``metadata['deciding']`` names, when it names any)."""
     if is_per_fact(cfg.data.prompt):
         bundle = inst.bundle()
+        deciding = set(inst.metadata.get("deciding") or ()) if cfg.data.deciding_only else set()
         return [(it.alias, as_dicts(fact_messages(inst.request, bundle, it.alias, inst.choices, prompt=cfg.data.prompt)))
-                for it in bundle.items]
+                for it in bundle.items if not deciding or it.alias in deciding]
     msgs = prompt_messages(inst, cfg, count_tokens)
     return [(None, msgs)] if msgs is not None else None
 
