@@ -19,7 +19,7 @@ import numpy as np
 
 from graph.edits import AttachFact, CreateConcept, EditBatch, OntologyEdit, Retract, SplitConcept
 from graph.snapshot import Snapshot
-from induction.naming import Embed, Namer, ProperCounts, concept_description
+from induction.naming import Embed, Namer, ProperCounts, concept_description, unnamed_label
 
 INDUCED = "/~"
 Stored = Mapping[str, Sequence[float]] | Callable[[], Mapping[str, Sequence[float]]]
@@ -192,6 +192,10 @@ class State:
         """The members' characteristic terms against all the user's facts, best first."""
         return self.namer.scored([self.text[f] for f in fids], self.corpus)
 
+    def ranked_within(self, fids: Sequence[str], within: Sequence[str]) -> list[tuple[str, float]]:
+        """The members' characteristic terms against ``within`` (a split's parent), best first."""
+        return self.namer.scored([self.text[f] for f in fids], Namer.counts(self.text[f] for f in within))
+
     def prefetch_names(self, groups: Sequence[tuple[Sequence[str], Sequence[str]]]) -> None:
         """Embed, in one call, the candidate name words ``name`` will re-rank for each (fids, within)."""
         if self.namer.embed is None:
@@ -212,6 +216,14 @@ class State:
         name = self.namer.name(texts, corpus, c)
         central = max(with_vec, key=lambda f: float(self.vec[f] @ c)) if c is not None else None
         return name, concept_description(name, fids, self.text.get(central or ""), sorted({self.holder[f] for f in fids}))
+
+    def label(self, fids: Sequence[str], within: Sequence[str] = ()) -> tuple[str, str]:
+        """``name``, or, for members the namer cannot name, the unnamed display state built from their most
+        characteristic terms (``naming.unnamed_label``): the concept exists because the data made it."""
+        name, desc = self.name(fids, within)
+        if name:
+            return name, desc
+        return unnamed_label(self.ranked_within(fids, within) if within else self.ranked(fids)), desc
 
 
 def session_state(b: Base, snap: Snapshot, edits: Sequence[OntologyEdit]) -> State:

@@ -9,7 +9,8 @@ characteristic terms, changed by the paper's edits when the data says so.
   ``min_cluster`` and raise the mean member-to-centroid cosine by ``split_gain``: it grew
   heterogeneous, so it gets two children.
 
-Pure functions over ids, vectors and texts (the caller embeds): ``plan_concept_edits`` returns graph
+Names never decide an edit: members with no characteristic term are shown as "unnamed" (as in
+``induction.ontology``). Pure functions over ids, vectors and texts (the caller embeds): ``plan_concept_edits`` returns graph
 edits that ``graph.edits.apply_batch`` validates like any other; ``induce_tree`` builds a whole
 two-level tree at once (reports, and the concept route's notion of a concept).
 """
@@ -28,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from graph.edits import CreateConcept, MergeConcepts, SplitChild, SplitConcept
 from retrieval.seeds.clusters import centroids, leader_kmeans, two_means
 from graph.snapshot import Snapshot
+from induction.naming import UNNAMED
 from induction.offline import STOP
 
 _WORD = re.compile(r"[a-z][a-z'\-]{2,}")
@@ -82,7 +84,7 @@ def characteristic_terms(members: Sequence[str], corpus: Sequence[str], n: int =
 
 
 def _name(rows: Sequence[int], texts: Sequence[str], n: int) -> str:
-    return " / ".join(characteristic_terms([texts[r] for r in rows], texts, n)) or "misc"
+    return " / ".join(characteristic_terms([texts[r] for r in rows], texts, n)) or UNNAMED
 
 
 def cohesion(m: np.ndarray) -> float:
@@ -180,7 +182,7 @@ def plan_concept_edits(snap: Snapshot, vectors: Mapping[str, np.ndarray], texts:
         kids = []
         for h in (0, 1):
             part = [f for f, lab in zip(fids, halves) if lab == h]
-            name = " / ".join(characteristic_terms([texts[f] for f in part], all_texts, cfg.name_terms)) or f"part {h + 1}"
+            name = " / ".join(characteristic_terms([texts[f] for f in part], all_texts, cfg.name_terms)) or UNNAMED
             kids.append(SplitChild(concept_id=f"{c}/{h + 1}-{_slug(name)}", name=name, fact_ids=tuple(part)))
         edits.append(SplitConcept(concept_id=c, children=tuple(kids)))
     # CREATE: new facts near no live concept that cluster among themselves.
@@ -206,7 +208,7 @@ def plan_concept_edits(snap: Snapshot, vectors: Mapping[str, np.ndarray], texts:
             part = [open_[r] for r in np.flatnonzero(labels == j)]
             if len(part) < cfg.min_cluster:
                 continue
-            name = " / ".join(characteristic_terms([texts[f] for f in part], all_texts, cfg.name_terms)) or "misc"
+            name = " / ".join(characteristic_terms([texts[f] for f in part], all_texts, cfg.name_terms)) or UNNAMED
             cid = f"{user}::c::induced/{_slug(name)}"
             if cid in snap.concepts:
                 cid = f"{cid}-{len(snap.concepts)}"

@@ -176,6 +176,24 @@ _COVER = 1 / 3  # a name already given stays while a third of its members hold o
 _TALK = 0.5  # ... else, when half of them hold no content term, they are small talk
 _MOST = 1 / 3  # a new name is what the members share: a third of them hold one of its terms
 SMALL_TALK = "small talk"
+UNNAMED = "unnamed"  # a display state: the data made the concept, the namer found no name for it (not a veto)
+
+
+def unnamed_label(ranked: Sequence[tuple[str, float]], n: int = 2) -> str:
+    """What an unnamed concept is shown as: "unnamed" with its members' most characteristic terms, when they
+    have any ("unnamed (bring, joy)"). Marked, so no one takes it for a name; the RENAME check names it as soon
+    as the namer can.
+
+    >>> unnamed_label([("bring", 3.1), ("joy", 2.0), ("cake", 0.4)]), unnamed_label([])
+    ('unnamed (bring, joy)', 'unnamed')
+    """
+    terms = [w for w, _ in ranked[:n]]
+    return f"{UNNAMED} ({', '.join(terms)})" if terms else UNNAMED
+
+
+def is_unnamed(name: str) -> bool:
+    """True for the display state of a concept the namer could not name (``unnamed_label``)."""
+    return name == UNNAMED or name.startswith(UNNAMED + " (")
 
 
 def scored_terms(members: Sequence[str], corpus: Sequence[str], holders: Iterable[str] = (),
@@ -259,5 +277,5 @@ def concept_description(name: str, members: Sequence[str], central: str | None =
 
 COVER = _COVER
 
-__all__ = ["COVER", "adjective", "FORMULA", "MOOD", "PARTITIVE", "PERSON", "PRONOUNS", "SMALL_TALK", "VERBS", "WHEN", "Embed", "Namer", "ProperCounts",
+__all__ = ["COVER", "UNNAMED", "adjective", "is_unnamed", "unnamed_label", "FORMULA", "MOOD", "PARTITIVE", "PERSON", "PRONOUNS", "SMALL_TALK", "VERBS", "WHEN", "Embed", "Namer", "ProperCounts",
            "concept_description", "concept_name", "proper_nouns", "scored_terms", "terms"]

@@ -2,19 +2,29 @@
 
 The extractor proposes a topic path for every fact ("health", or "Caroline / health"); those topic
 concepts are the tree's fixed *anchors* (the relation features compare facts by anchor, as the relation
-model was trained). Below the anchors the concepts are induced, as one session after another arrives:
+model was trained). Below the anchors the concepts are induced, as one session after another arrives.
+What exists is decided by the fact vectors alone; names come afterwards:
 
 - ATTACH to the nearest live induced concept under the fact's anchor (cosine of the fact to the
   concept's centroid ≥ ``assign_sim``);
-- CREATE a concept under the anchor for new facts that fit no concept and form a cluster of at least
-  ``min_cluster`` among themselves (the rest stay on the anchor itself, unclustered);
+- CREATE a concept under the anchor for new facts that fit no concept and form a cluster among themselves:
+  at least ``min_cluster`` facts (three: two facts are a pair, not a topic), whose mean cosine to their
+  centroid is at least ``radius`` (the closeness at which leader clustering lets a fact join a cluster
+  instead of opening one: a cluster looser than that on average is no cluster by the clustering's own
+  measure). The rest stay on the anchor itself, unclustered;
 - after the session, MERGE converged induced siblings (centroid cosine ≥ ``merge_sim``, the smaller
-  into the larger), then SPLIT a concept whose direct facts (≥ ``split_min``) fall into two halves
-  that raise its cohesion by ``split_gain``.
+  into the larger), then SPLIT a concept whose direct facts (≥ ``split_min``) fall into two halves of at
+  least ``split_child_min`` each that raise its cohesion by ``split_gain``.
+
+Then every concept made this session is named (``induction.naming``); one the namer cannot name, or a
+SPLIT's half whose name its sibling already has, is shown as "unnamed (its characteristic terms)"
+(``naming.unnamed_label``): a display state, never a reason not to make the concept. An unnamed
+concept is named by RENAME as soon as its members change and the namer finds a name.
 
 Each is an ordinary graph edit in the session's batch, so it is validated, logged (``evomem history``)
-and undone (``evomem undo``) like any other. Induced concept ids are ``<anchor>/~<slug>`` and never
-change; a fact always has one concept (MERGE and SPLIT move facts, never drop them).
+and undone (``evomem undo``) like any other. Induced concept ids are ``<anchor>/~<slug>`` (the slug of
+the name or label first shown) and never change; a fact always has one concept (MERGE and SPLIT move
+facts, never drop them).
 """
 
 from __future__ import annotations
@@ -27,9 +37,9 @@ from graph.edits import AttachFact, CreateConcept, MergeConcepts, OntologyEdit, 
 from graph.snapshot import Snapshot
 from induction.concept_state import INDUCED, ConceptStateCache, Stored, base_state, session_state
 from induction.concept_state import State as _State
-from induction.concepts import ConceptInductionConfig, leader_kmeans, split_halves
+from induction.concepts import ConceptInductionConfig, cohesion, leader_kmeans, split_halves
 from induction.config import LivingConceptsConfig
-from induction.naming import COVER, Embed
+from induction.naming import COVER, Embed, is_unnamed, unnamed_label
 
 
 def anchor_of(concept_id: str) -> str:
@@ -68,24 +78,27 @@ def _place(st: _State, attaches: list[AttachFact], cfg: LivingConceptsConfig, ic
                 target[f] = leaves[j]
                 continue
         open_.setdefault(cid, []).append(f)
-    creates: list[CreateConcept] = []
+    groups: list[tuple[str, list[str]]] = []
     for anchor, fids in sorted(open_.items()):
         if len(fids) < cfg.min_cluster:
             continue
-        labels = leader_kmeans(np.stack([st.vec[f] for f in fids]), cfg.radius, cfg.min_cluster)
+        m = np.stack([st.vec[f] for f in fids])
+        labels = leader_kmeans(m, cfg.radius, cfg.min_cluster)
         for j in range(int(labels.max()) + 1):
-            part = [fids[r] for r in np.flatnonzero(labels == j)]
-            if len(part) < cfg.min_cluster:
-                continue
-            name, desc = st.name(part)
-            if not name:  # nothing characteristic (chat, thanks): not a concept, the facts stay on their topic
-                continue
-            cid = st.new_id(anchor, name)
-            creates.append(CreateConcept(concept_id=cid, name=name, description=desc, parent_id=anchor))
-            st.parent[cid] = anchor
-            st.live.add(cid)
-            st.created_now.add(cid)
-            target.update({f: cid for f in part})
+            rows = np.flatnonzero(labels == j)
+            if len(rows) >= cfg.min_cluster and cohesion(m[rows]) >= cfg.radius:
+                groups.append((anchor, [fids[r] for r in rows]))
+    # the data made these concepts; now they are named (one embedding call for every candidate word)
+    st.prefetch_names([(p, ()) for _, p in groups])
+    creates: list[CreateConcept] = []
+    for anchor, part in groups:
+        name, desc = st.label(part)
+        cid = st.new_id(anchor, name)
+        creates.append(CreateConcept(concept_id=cid, name=name, description=desc, parent_id=anchor))
+        st.parent[cid] = anchor
+        st.live.add(cid)
+        st.created_now.add(cid)
+        target.update({f: cid for f in part})
     return target, creates
 
 
@@ -123,30 +136,32 @@ def _merges(st: _State, cfg: LivingConceptsConfig) -> list[MergeConcepts]:
 
 
 def _splits(st: _State, cfg: LivingConceptsConfig, icfg: ConceptInductionConfig, skip: set[str]) -> list[SplitConcept]:
-    tried: list[tuple[str, list[str], list[list[str]], tuple[object, ...]]] = []
+    tried: list[tuple[str, list[str], list[list[str]]]] = []
     for c in sorted(st.live):
         if c in skip or c in st.created_now or c == st.snap.root_id:
             continue
         fids = st.members(c)
         if len(fids) < cfg.split_min:
             continue
-        key: tuple[object, ...] = (frozenset(fids), st.namer.names, st.namer.proper, icfg.model_dump_json())
+        key: tuple[object, ...] = (frozenset(fids), icfg.model_dump_json())
         if st.no_split.get(c) == key:
-            continue  # tried with these very inputs before: no split
+            continue  # tried with these very members before: no split
         halves = split_halves(np.stack([st.vec[f] for f in fids]), icfg)
         if halves is None:
             st.no_split[c] = key
             continue
-        tried.append((c, fids, [[f for f, lab in zip(fids, halves) if lab == h] for h in (0, 1)], key))
-    # one embedding call for every candidate name word of every half: called per half, the embedder's
-    # fixed cost per call was most of the concept step (~30 calls of ~48 ms a session on a long history)
-    st.prefetch_names([(p, fids) for _, fids, parts, _ in tried for p in parts])
+        tried.append((c, fids, [[f for f, lab in zip(fids, halves) if lab == h] for h in (0, 1)]))
+    # the splits are decided; the halves are named against their parent's facts, all candidate words in one
+    # embedding call (called per half, the embedder's fixed cost per call was most of the concept step)
+    st.prefetch_names([(p, fids) for _, fids, parts in tried for p in parts])
     out: list[SplitConcept] = []
-    for c, fids, parts, key in tried:
-        named = [st.name(p, fids) for p in parts]
-        if not all(n for n, _ in named) or named[0][0] == named[1][0]:
-            st.no_split[c] = key
-            continue  # a half that nothing characterises is no topic of its own
+    for c, fids, parts in tried:
+        named = [st.label(p, fids) for p in parts]
+        if named[0][0] == named[1][0] and not is_unnamed(named[0][0]):
+            # one name for both halves tells them apart by nothing: the half that holds it less is shown unnamed
+            k = int(st.namer.holds(named[0][0], [st.text[f] for f in parts[0]])
+                    >= st.namer.holds(named[1][0], [st.text[f] for f in parts[1]]))
+            named[k] = (unnamed_label(st.ranked_within(parts[k], fids)), named[k][1])
         kids = tuple(SplitChild(concept_id=st.new_id(c, n), name=n, description=d, fact_ids=tuple(p))
                      for p, (n, d) in zip(parts, named))
         out.append(SplitConcept(concept_id=c, children=kids))
@@ -155,7 +170,8 @@ def _splits(st: _State, cfg: LivingConceptsConfig, icfg: ConceptInductionConfig,
 
 def _renames(st: _State, cfg: LivingConceptsConfig, touched: set[str], skip: set[str]) -> list[RenameConcept]:
     """Concepts whose members changed this session and whose name is no longer among their members'
-    ``rename_top`` characteristic terms: named again from the members they have now."""
+    ``rename_top`` characteristic terms: named again from the members they have now. An unnamed concept
+    (``naming.is_unnamed``) is renamed only to a name, never from one unnamed label to another."""
     out: list[RenameConcept] = []
     if cfg.rename_top <= 0:
         return out
