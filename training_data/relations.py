@@ -400,9 +400,9 @@ def _subset(ps: PairSet, rows: Sequence[int]) -> PairSet:
 
 
 def synthetic_pairs(n: int, seed: int, embed: Embed, extractor: OfflineExtractor, pair_embedding: bool,
-                    min_similarity: float, max_candidates: int, lookalikes: bool = False) -> PairSet:
+                    min_similarity: float, max_candidates: int, lookalikes: bool = False, people: int = 0) -> PairSet:
     out = PairSet()
-    for d in synthetic_dialogues(n, seed, lookalikes):
+    for d in synthetic_dialogues(n, seed, lookalikes, people):
         out.add(label_dialogue(d.session, synthetic_labeler(d.relations), f"synthetic/{d.family}/{d.session.session_id}",
                                f"synthetic/{d.family}", extractor, embed, pair_embedding, min_similarity, max_candidates))
     return out

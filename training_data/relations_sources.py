@@ -75,9 +75,16 @@ def _phrasing_labeler(case: dict[str, Any]) -> Callable[[list[CandidateFact], np
     return make
 
 
+def threshold_part(case_id: str) -> bool:
+    """The tuning-half cases kept out of training when ``holdout`` is on: the part the cross kind's thresholds are
+    chosen on (sha256 of ``h2-val:<id>``, odd; the split of runs/h2/split_phrasing.py, session 7)."""
+    return int(hashlib.sha256(f"h2-val:{case_id}".encode()).hexdigest()[:8], 16) % 2 == 1
+
+
 def phrasing_pairs(cases_file: str | Path, half: str, embed: Embed, extractor: OfflineExtractor, pair_embedding: bool,
-                   min_similarity: float, max_candidates: int) -> PairSet:
-    """Pairs of the phrasing cases of ``half`` (``tune``; never ``test``)."""
+                   min_similarity: float, max_candidates: int, holdout: bool = False) -> PairSet:
+    """Pairs of the phrasing cases of ``half`` (``tune``; never ``test``); with ``holdout`` only the cases outside
+    ``threshold_part``."""
     if half == "test":
         raise ValueError("the phrasing test half is never trained on")
     out = PairSet()
@@ -85,7 +92,7 @@ def phrasing_pairs(cases_file: str | Path, half: str, embed: Embed, extractor: O
         if not line.strip():
             continue
         case = json.loads(line)
-        if half != "all" and phrasing_half(case["id"]) != half:
+        if (half != "all" and phrasing_half(case["id"]) != half) or (holdout and threshold_part(case["id"])):
             continue
         out.add(label_dialogue(_phrasing_sessions(case), _phrasing_labeler(case), f"phrasing/{case['id']}",
                                f"phrasing/{case['category']}", extractor, embed, pair_embedding, min_similarity,

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from induction.session import Session
 from training_data.relations_conflicts import CONFLICT_FAMILIES, conflict_turns
 from training_data.relations_lookalike import LOOKALIKE_FAMILIES, lookalike_turns
+from training_data.relations_people import PEOPLE_FAMILIES, people_turns
 
 # (old, new) pairs of things a person can like; the same slot fills every family.
 PAIRS: tuple[tuple[str, str], ...] = (
@@ -221,6 +222,10 @@ def make_dialogue(rng: random.Random, n: int, family: str) -> SyntheticDialogue:
         texts, labels = lookalike_turns(rng, family, a, b)
         idx = [say("user", t) for t in texts]
         rel.update({(idx[j], idx[i]): lab for (j, i), lab in labels.items()})
+    elif family in PEOPLE_FAMILIES:  # other people's states, reported what-ifs, kept constraints, questions
+        texts, labels = people_turns(rng, family, a, b)
+        idx = [say("user", t) for t in texts]
+        rel.update({(idx[j], idx[i]): lab for (j, i), lab in labels.items()})
     elif family in CONFLICT_FAMILIES:  # conflicts in natural wording, each beside its look-alike
         roles, labels = conflict_turns(rng, family, a)
         idx = [say(r, t) for r, t in roles]
@@ -238,10 +243,13 @@ FAMILIES = ("direct_update", "implied_update", "experience_outgrown", "evidence_
             "belief_evidence", "belief_agreed")
 
 
-def synthetic_dialogues(n: int, seed: int, lookalikes: bool = False) -> list[SyntheticDialogue]:
+def synthetic_dialogues(n: int, seed: int, lookalikes: bool = False, people: int = 0) -> list[SyntheticDialogue]:
     """``n`` dialogues, the families in turn; with ``lookalikes`` the look-alike families of
     training_data/relations_lookalike.py and the conflict families of training_data/relations_conflicts.py join them
-    (off: the dialogues the shipped logistic model was trained on)."""
+    (off: the dialogues the shipped logistic model was trained on). ``people`` more dialogues of the families of
+    training_data/relations_people.py follow, from a generator of their own (the first ``n`` stay as they were)."""
     rng = random.Random(seed)
     fams = FAMILIES + LOOKALIKE_FAMILIES + CONFLICT_FAMILIES if lookalikes else FAMILIES
-    return [make_dialogue(rng, k, fams[k % len(fams)]) for k in range(n)]
+    out = [make_dialogue(rng, k, fams[k % len(fams)]) for k in range(n)]
+    prng = random.Random(f"people:{seed}")
+    return out + [make_dialogue(prng, n + k, PEOPLE_FAMILIES[k % len(PEOPLE_FAMILIES)]) for k in range(people)]

@@ -75,6 +75,12 @@ class RelationTrainConfig(BaseModel):
     synthetic_lookalikes: bool = Field(default=False, description="Add the look-alike families (elaborations, one-off "
                                        "exceptions, other people's changes, hypotheticals, questions, advice, first "
                                        "times, repeats; training_data/relations_lookalike.py) to the synthetic ones.")
+    synthetic_people_n: int = Field(default=0, ge=0, description="More synthetic dialogues of the families of "
+                                    "training_data/relations_people.py (other people's tastes and meals, reported "
+                                    "what-ifs, others' pressure, kept constraints, questions, said-before repeats).")
+    phrasing_holdout: bool = Field(default=False, description="Leave the tuning-half cases of "
+                                   "relations_sources.threshold_part out of training (the cross kind's thresholds "
+                                   "are chosen on them, bench/relations_thresholds.py).")
     phrasing: str | None = Field(default=None, description="The hand-written phrasing set (evaluation/phrasing/"
                                  "cases.jsonl); only its tuning half is trained on (training_data/relations_sources.py).")
     phrasing_half: Literal["tune"] = Field(default="tune", description="The half trained on: only tune (the test half "
@@ -120,7 +126,7 @@ def _in_val(group: str, seed: int, frac: float) -> bool:
 # read): a change to any of it rebuilds the cached pairs, as a config change does (a new synthetic family once
 # reused stale pairs silently).
 _PAIR_CODE = ("training_data/relations.py", "training_data/relations_synthetic.py", "training_data/relations_sources.py",
-              "training_data/relations_lookalike.py",
+              "training_data/relations_lookalike.py", "training_data/relations_people.py", "training_data/relations_conflicts.py",
               "induction", "graph/rules.py")
 
 
@@ -135,12 +141,12 @@ def _code_hash() -> str:
     return h.hexdigest()[:16]
 
 
-_SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n", "synthetic_lookalikes"},
+_SOURCE_FIELDS = {"synthetic": {"seed", "synthetic_n", "synthetic_lookalikes", "synthetic_people_n"},
                   "memsyco": {"memsyco_root", "memsyco_max_rows", "memsyco_heldout", "memsyco_continuations",
                               "memsyco_nearest_item", "memsyco_split"},
                   "locomo": {"locomo", "locomo_max_pairs", "locomo_sessions", "locomo_skip_sessions",
                              "locomo_shift_pairs", "locomo_cross_pairs"},
-                  "phrasing": {"phrasing", "phrasing_half"},
+                  "phrasing": {"phrasing", "phrasing_half", "phrasing_holdout"},
                   "beam": {"beam"}}
 
 
@@ -171,8 +177,9 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
         ex = OfflineExtractor()
         a = (emb.embed, ex, True, cfg.min_similarity, cfg.max_candidates)
         ps = PairSet()
-        if name == "synthetic" and cfg.synthetic_n:
-            ps = synthetic_pairs(cfg.synthetic_n, cfg.seed, *a, lookalikes=cfg.synthetic_lookalikes)
+        if name == "synthetic" and (cfg.synthetic_n or cfg.synthetic_people_n):
+            ps = synthetic_pairs(cfg.synthetic_n, cfg.seed, *a, lookalikes=cfg.synthetic_lookalikes,
+                                 people=cfg.synthetic_people_n)
         elif name == "memsyco" and cfg.memsyco_root:
             ps = memsyco_pairs(cfg.memsyco_root, *a, max_rows=cfg.memsyco_max_rows, heldout=cfg.memsyco_heldout,
                                continuations=cfg.memsyco_continuations, nearest_item=cfg.memsyco_nearest_item,
@@ -185,7 +192,7 @@ def build_pairs(cfg: RelationTrainConfig, out: Path) -> dict[str, Any]:
                                   skip_sessions=cfg.locomo_skip_sessions, max_shift_pairs=cfg.locomo_shift_pairs,
                                   max_cross_pairs=cfg.locomo_cross_pairs)
         elif name == "phrasing" and cfg.phrasing and Path(cfg.phrasing).is_file():
-            ps = phrasing_pairs(cfg.phrasing, cfg.phrasing_half, *a)
+            ps = phrasing_pairs(cfg.phrasing, cfg.phrasing_half, *a, holdout=cfg.phrasing_holdout)
         elif name == "beam" and cfg.beam and Path(cfg.beam).is_dir():
             ps = beam_pairs(cfg.beam, *a)
         arrs = _arrays(ps, len(STRUCT_NAMES) + 2 * int(emb.dim))

@@ -103,6 +103,8 @@ class ModelAdjudicator:
             cross_model, cfg, screen = load_cross(cfg)
             out = cls(cross_model, embedder, cfg, rules)
             out.screen = screen  # the cheap screen that picks the candidates the cross pass reads
+            if cfg.cross_tap:  # take the lower states from the embedder's own pass (CrossRelationModel.tap)
+                cross_model.tap(embedder)
             return out
         model = RelationModel.load(cfg.artefact_dir or ARTEFACT_DIR, cfg.artefact_name or DEFAULT_NAME)
         names = model.manifest.get("features")
