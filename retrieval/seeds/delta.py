@@ -218,7 +218,7 @@ def extend_index(base: RouteIndex, changes: Sequence[ChangeSet], token: str, emb
         turn_place=base.turn_place + place, turn_at=turn_at, turn_index=turn_index, turn_key=turn_key,
         turn_said=turn_said, forder=_order(base.forder, new_ids, ids), torder=_order(base.torder, turn_key[t0:], turn_key),
         version=changes[-1].new_version, concepts=concepts, parent=parent, grow=grow,
-        concept_centroids=centres, _information={}, states={})
+        concept_centroids=centres, _information={}, states={}, derived={})
 
 
 def _order(old: Order | None, new: Sequence[Any], every: Sequence[Any]) -> Order:

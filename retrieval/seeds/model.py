@@ -170,6 +170,9 @@ class RouteIndex:
     # fact id -> its RelationalState over all its relations, for a fact whose state does not depend on
     # the instant (no expiry, no valid_to): filled and read by retrieval (retrieval/retrieve.py), per version
     states: dict[str, Any] = field(default_factory=dict, repr=False)
+    # What retrieval derives from this version once and reuses per request (retrieval/retrieve.py: the
+    # bundle's sort keys, the holder codes of the rows), filled on first use
+    derived: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def information(self, measure: InformationMeasure = "sum") -> np.ndarray:
         """Per row: how much the statement says (``information_of``), its holder's name left out, over
