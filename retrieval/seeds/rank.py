@@ -176,9 +176,12 @@ class RouteContext:
                 continue
             k += 1
             seen.update(rows)
-            if fs is not None and len(rows) > 1:
-                rows = sorted(rows, key=lambda r: -float(fs[r]))
-            out.extend((ids[r], score, k) for r in rows)
+            if len(rows) == 1:  # the common case, without the sort and the generator (issue 45)
+                out.append((ids[rows[0]], score, k))
+            else:
+                if fs is not None:
+                    rows = sorted(rows, key=lambda r: -float(fs[r]))
+                out.extend([(ids[r], score, k) for r in rows])
             if len(out) >= self.n:
                 break
         return out[: self.n]
