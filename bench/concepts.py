@@ -30,6 +30,7 @@ from evomem.settings import Settings  # noqa: E402
 from graph.concept_tree import concept_edits, describe_edit, live_tree, render_svg, render_text, tree_depth  # noqa: E402
 from induction.adapters import LocomoConversation, load_locomo  # noqa: E402
 from induction.config import IngestConfig, LivingConceptsConfig  # noqa: E402
+from induction.naming import is_unnamed  # noqa: E402
 from induction.ontology import INDUCED, ConceptStateCache  # noqa: E402
 from induction.pipeline import make_ingestor  # noqa: E402
 from memcore.memory import Memory  # noqa: E402
@@ -159,6 +160,8 @@ def main() -> int:
           f"ingest ({share:.1%}; the ingest time ratio on/off is at most 1 + {share / (1 - share):.3f})")
     print(f"total induced CREATE={tot['CREATE']} MERGE={tot['MERGE']} (bar >= 10) SPLIT={tot['SPLIT']} (bar >= 10) "
           f"RENAME={tot['RENAME']}")
+    unnamed = sum(1 for _, n, _, _ in names if is_unnamed(n))
+    print(f"live induced concepts: {len(names)}, of them shown unnamed (the namer found no name): {unnamed}")
     random.Random(a.seed).shuffle(names)
     pick = names[: a.sample]
     print(f"\n{len(pick)} of {len(names)} live induced concept names (seed {a.seed}) for the hand audit:")
