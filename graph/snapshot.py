@@ -77,6 +77,9 @@ class ChangeSet:
     relations_update: list[Relation] = field(default_factory=list)
     relations_remove: list[Relation] = field(default_factory=list)
     edits_upsert: list[Edit] = field(default_factory=list)
+    # The ids in edits_upsert that the snapshot before lacked (diff fills it): a backend may create those
+    # rows instead of upserting them (Neo4j: CREATE, not MERGE). Empty: every edit is an upsert.
+    edits_new: set[str] = field(default_factory=set)
     turns_create: list[Turn] = field(default_factory=list)
     derived_from_add: list[tuple[str, str]] = field(default_factory=list)  # (fact, turn)
     sessions_upsert: dict[str, str] = field(default_factory=dict)
@@ -128,6 +131,7 @@ def diff(
             cs.relations_update.append(r)
     cs.relations_remove = [r for k, r in before.relations.items() if k not in after.relations]
     cs.edits_upsert = [e for eid, e in after.edits.items() if before.edits.get(eid) != e]
+    cs.edits_new = {e.edit_id for e in cs.edits_upsert if e.edit_id not in before.edits}
     cs.turns_create = [t for t in new_turns if t.turn_id not in before.turn_ids]
     cs.sessions_upsert = {s: h for s, h in after.sessions.items() if before.sessions.get(s) != h}
     return cs

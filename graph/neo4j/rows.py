@@ -122,7 +122,8 @@ def write_rows(cs: ChangeSet) -> dict[str, list[Any]]:
         "parent_add": [{"p": p, "c": c} for p, c in cs.parent_add],
         "contains_add": [{"c": c, "f": f} for c, f in cs.contains_add],
         "derived_add": [{"f": f, "t": turn_key(u, t)} for f, t in cs.derived_from_add],
-        "edits": [_text(edit_row(e), Q.EDIT_TIMES) for e in cs.edits_upsert],
+        "edits_create": [_text(edit_row(e), Q.EDIT_TIMES) for e in cs.edits_upsert if e.edit_id in cs.edits_new],
+        "edits": [_text(edit_row(e), Q.EDIT_TIMES) for e in cs.edits_upsert if e.edit_id not in cs.edits_new],
         "facts_delete": list(cs.facts_delete),
         "concepts_delete": list(cs.concepts_delete),
     }
