@@ -101,6 +101,9 @@ class RelationModelConfig(_Cfg):
                                       "related pair of the phrasing tuning half (and 94-99 % of BEAM's and MemSyco's) "
                                       "and skips 81 % of LoCoMo's unrelated pairs: a fact with none left takes no "
                                       "cross pass at all.")
+    cross_holder_screen: bool = Field(default=True, description="The cross kind reads only pairs graph.rules could join "
+                                      "(one holder, or a person against outside evidence; induction/adjudication/cross.py "
+                                      "edge_possible): two different people never get an edge, so their pair is not read.")
     cross_tap: bool = Field(default=True, description="The cross kind takes each statement's lower MiniLM states from "
                             "the ingest embedder's own pass when the embedder is the same MiniLM (hooks; "
                             "induction/relations/cross.py CrossRelationModel.tap) instead of reading it a second time.")

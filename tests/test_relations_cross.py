@@ -167,6 +167,7 @@ class _Screen:
 def test_the_cross_pass_reads_only_the_screens_top_candidates() -> None:
     olds = ["a", "b", "c", "d", "e"]
     X = np.zeros((len(olds), len(STRUCT_NAMES)), np.float32)
+    X[:, STRUCT_NAMES.index("same_holder")] = 1  # one holder: the rules could join every pair (edge_possible)
     rec = _Recorder()
     adj = ModelAdjudicator(rec, HashEmbedder(8), RelationModelConfig(kind="cross", cross_top_k=2))  # type: ignore[arg-type]
     adj.screen = _Screen([0.1, 0.9, 0.05, 0.6, 0.3])  # type: ignore[assignment]

@@ -47,3 +47,20 @@ def test_tapped_states_are_the_ones_the_model_computes_and_scores_do_not_change(
 def test_another_embedder_is_not_tapped() -> None:
     assert not _model().tap(HashEmbedder(8))
     assert not _model(split=0).tap(LazyEmbedder(EmbedderConfig()))
+
+
+def test_the_cross_pass_skips_pairs_no_rule_could_join() -> None:
+    from induction.adjudication.cross import edge_possible, kept
+    from induction.config import RelationModelConfig
+
+    X = np.zeros((4, len(STRUCT_NAMES)), np.float32)
+    col = {n: STRUCT_NAMES.index(n) for n in ("same_holder", "new_evidence", "old_evidence")}
+    X[0, col["same_holder"]] = 1  # the user's own earlier statement
+    X[1, col["old_evidence"]] = 1  # the user against the assistant's evidence
+    X[3, col["new_evidence"]] = X[3, col["old_evidence"]] = 1  # two pieces of evidence
+    # row 2: two different people ("Ann" vs "Bob")
+    assert edge_possible(X).tolist() == [True, True, False, False]
+    cfg = RelationModelConfig(kind="cross", cross_top_k=0, cross_screen_floor=0.0)
+    assert kept(None, cfg, X).tolist() == [0, 1]
+    assert kept(None, cfg.model_copy(update={"cross_holder_screen": False}), X).tolist() == [0, 1, 2, 3]
+    assert kept(None, RelationModelConfig(kind="cross", cross_top_k=1), X).tolist() == [0]

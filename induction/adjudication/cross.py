@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from induction.config import RelationModelConfig
-from induction.relations.features import LABELS
+from induction.relations.features import LABELS, STRUCT_NAMES
 from induction.relations.model import ARTEFACT_DIR, DEFAULT_NAME, RelationModel
 
 
@@ -38,9 +38,26 @@ def load_cross(cfg: RelationModelConfig) -> tuple[Any, RelationModelConfig, Rela
     return cross, cfg, screen
 
 
+_SAME, _NEW_EV, _OLD_EV = (STRUCT_NAMES.index(n) for n in ("same_holder", "new_evidence", "old_evidence"))
+
+
+def edge_possible(X: np.ndarray) -> np.ndarray:
+    """Rows of ``X`` whose pair graph.rules could join at all: one holder (``may_supersede`` and a person's own
+    conflict), or a person against outside evidence (``may_conflict``). Two different people, or two pieces of
+    evidence, never get an edge whatever the model reads (``RelationModelConfig.cross_holder_screen``)."""
+    X = np.asarray(X)
+    if len(X) == 0:
+        return np.zeros(0, bool)
+    return (X[:, _SAME] > 0.5) | ((X[:, _NEW_EV] > 0.5) != (X[:, _OLD_EV] > 0.5))
+
+
 def kept(screen: RelationModel | None, cfg: RelationModelConfig, X: np.ndarray) -> np.ndarray:
-    """Indices of the candidates (rows of ``X``) the cross pass reads: the screen's top ``cross_top_k`` at or
-    above ``cross_screen_floor``."""
+    """Indices of the candidates (rows of ``X``) the cross pass reads: of the pairs the rules could join
+    (``edge_possible``, when ``cross_holder_screen``), the screen's top ``cross_top_k`` at or above
+    ``cross_screen_floor``."""
+    if cfg.cross_holder_screen and len(X):
+        ok = np.flatnonzero(edge_possible(X))
+        return ok[kept(screen, cfg.model_copy(update={"cross_holder_screen": False}), X[ok])] if len(ok) else ok
     keep = np.arange(len(X))
     if cfg.cross_top_k or cfg.cross_screen_floor > 0:
         if screen is not None:
