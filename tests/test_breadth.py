@@ -62,6 +62,9 @@ def test_draws_on_assistant(query: str, expected: bool) -> None:
     ("Which board games has Tomas taught his nephews?", True),  # a plural wh-object with its auxiliary
     ("What new recipes did Anneke try?", True),
     ("What kinds of fabric does the tailor stock?", True),
+    ("Which open-source libraries has Dana maintained?", True),  # a modifier with a hyphen, a sign or a dot
+    ("What C++ books did Ravi buy?", True),
+    ("Which low-cost airline did Ravi fly to Porto?", False),
     ("What were the reasons for the delay?", True),  # plural agreement
     ("What do Lena and her brother both collect?", True),  # several holders
     ("How many instruments does Bram play?", True),  # a count of things

@@ -103,12 +103,14 @@ _AUX = r"(?:do|does|did|has|have|had|is|are|was|were|can|could|would|will|should
 # a plural head noun: a word ending in -s that is no singular in -ss / -us / -is and no function word
 _PLURAL = r"(?!(?:this|his|hers|its|ours|yours|theirs|always|perhaps|sometimes|whereas|does|was|has|is|us|as)\b)" \
           r"[a-z]\w*[a-rt-z]s(?<!ss)(?<!us)(?<!is)\b"
+# a modifier before the head noun, hyphenated or with a sign or a dot inside it ("open-source", "C++", "U.S.")
+_MODIFIER = r"\w[\w'+.\-]*"
 SEVERAL_CLASSES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("an enumeration: list, name some, what are some, what else, which ones",
      re.compile(r"\b(?:list|enumerate|name (?:some|all|a few|the|two|three|several)|what (?:are|were) some|"
                 r"what else|which ones|what other)\b", re.I)),
     ("a plural wh-object: what / which (kinds of) <plural noun> (aux)",
-     re.compile(r"\b(?:what|which)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+\w+|(?:\w+\s+){0,2}?" + _PLURAL +
+     re.compile(r"\b(?:what|which)\s+(?:(?:kinds?|types?|sorts?)\s+of\s+\w+|(?:" + _MODIFIER + r"\s+){0,2}?" + _PLURAL +
                 r"\s+" + _AUX + r")\b", re.I)),
     ("plural agreement of the wh-word: what are / what were", re.compile(r"\bwhat (?:are|were)\b", re.I)),
     ("several holders: both, each of, all of them", re.compile(r"\b(?:both|each of|all of (?:them|their|his|her))\b",
