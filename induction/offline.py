@@ -18,6 +18,7 @@ almost every informative turn yields at least one sentence-level fact.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -181,12 +182,29 @@ def _hit(word: str, key: str) -> bool:
     return word.startswith(key) and word[len(key):] in _SUFFIXES
 
 
+def _stem_counts() -> list[tuple[str, Counter[str], tuple[str, ...]]]:
+    """Per topic: its one-word keys counted, and its phrase keys (the lookup ``topic_of`` reads)."""
+    return [(name, Counter(k for k in keys if " " not in k), tuple(k for k in keys if " " in k)) for name, keys in TOPICS]
+
+
+_TOPIC_STEMS = _stem_counts()
+
+
 def topic_of(text: str) -> str:
+    """The topic whose keys the text hits most (``_hit``: a key plus a common suffix; a phrase key as a
+    substring), "general" when none. A word is looked up by its stems (the word less each suffix it ends
+    with) instead of being tried against every key: the same count, ~|suffixes| lookups per word.
+
+    >>> topic_of("I started painting again"), topic_of("Nothing here")
+    ('art and creativity', 'general')
+    """
     low = text.lower()
-    words = _WORD.findall(low)
+    stems: Counter[str] = Counter()
+    for w in _WORD.findall(low):
+        stems.update(w[: len(w) - len(x)] for x in _SUFFIXES if w.endswith(x) and len(w) > len(x))
     best, best_n = "general", 0
-    for name, keys in TOPICS:
-        n = sum(1 for w in words for k in keys if " " not in k and _hit(w, k)) + sum(1 for k in keys if " " in k and k in low)
+    for name, ones, phrases in _TOPIC_STEMS:
+        n = sum(c * ones[k] for k, c in stems.items() if k in ones) + sum(1 for k in phrases if k in low)
         if n > best_n:
             best, best_n = name, n
     return best
