@@ -64,3 +64,23 @@ def test_the_cross_pass_skips_pairs_no_rule_could_join() -> None:
     assert kept(None, cfg, X).tolist() == [0, 1]
     assert kept(None, cfg.model_copy(update={"cross_holder_screen": False}), X).tolist() == [0, 1, 2, 3]
     assert kept(None, RelationModelConfig(kind="cross", cross_top_k=1), X).tolist() == [0]
+
+
+def test_load_cross_taps_the_ingest_embedder_unless_told_not_to(monkeypatch: pytest.MonkeyPatch) -> None:
+    from induction.adjudication.cross import load_cross
+    from induction.config import RelationModelConfig
+    from induction.relations import cross as cross_mod
+
+    made: list[Any] = []
+
+    def fake_load(*_a: Any, **_k: Any) -> Any:
+        made.append(_model())
+        made[-1].manifest["thresholds"] = None
+        return made[-1]
+
+    monkeypatch.setattr(cross_mod.CrossRelationModel, "load", staticmethod(fake_load))
+    emb = LazyEmbedder(EmbedderConfig())
+    load_cross(RelationModelConfig(kind="cross", cross_tap=False), emb)
+    load_cross(RelationModelConfig(kind="cross"), emb)
+    emb.embed(["I'm allergic to shellfish."])
+    assert not made[0]._tapped and len(made[1]._tapped) == 1

@@ -20,13 +20,16 @@ from induction.relations.features import LABELS, STRUCT_NAMES
 from induction.relations.model import ARTEFACT_DIR, DEFAULT_NAME, RelationModel
 
 
-def load_cross(cfg: RelationModelConfig) -> tuple[Any, RelationModelConfig, RelationModel | None]:
+def load_cross(cfg: RelationModelConfig, embedder: Any = None) -> tuple[Any, RelationModelConfig, RelationModel | None]:
     """The cross model, ``cfg`` with the cross kind's own thresholds (the manifest's, chosen on the phrasing tuning
     half, unless ``cross_thresholds`` says otherwise), and the screen (None when the shipped logistic artefact
-    cannot be loaded: candidates are then read closest first). Raises as ``CrossRelationModel.load``."""
+    cannot be loaded: candidates are then read closest first). With ``cross_tap`` the model takes its lower states
+    from ``embedder``'s own pass (``CrossRelationModel.tap``). Raises as ``CrossRelationModel.load``."""
     from induction.relations.cross import CROSS_NAME, CrossRelationModel
 
     cross = CrossRelationModel.load(cfg.artefact_dir or ARTEFACT_DIR, cfg.artefact_name or CROSS_NAME)
+    if cfg.cross_tap and embedder is not None:
+        cross.tap(embedder)
     th = cfg.cross_thresholds or cross.manifest.get("thresholds")
     if th:
         cfg = cfg.model_copy(update={"supersede_threshold": float(th[0]), "conflict_threshold": float(th[1]),

@@ -100,11 +100,9 @@ class ModelAdjudicator:
         """Raises FileNotFoundError (no artefact) or ValueError (artefact does not fit this embedder)."""
         cfg = cfg or RelationModelConfig()
         if cfg.kind == "cross":  # induction/adjudication/cross.py
-            cross_model, cfg, screen = load_cross(cfg)
+            cross_model, cfg, screen = load_cross(cfg, embedder)
             out = cls(cross_model, embedder, cfg, rules)
             out.screen = screen  # the cheap screen that picks the candidates the cross pass reads
-            if cfg.cross_tap:  # take the lower states from the embedder's own pass (CrossRelationModel.tap)
-                cross_model.tap(embedder)
             return out
         model = RelationModel.load(cfg.artefact_dir or ARTEFACT_DIR, cfg.artefact_name or DEFAULT_NAME)
         names = model.manifest.get("features")
