@@ -6,8 +6,6 @@ type retrieval results without importing the retrieval machinery.
 
 from __future__ import annotations
 
-from typing import Any, TypeVar
-
 from pydantic import BaseModel, Field
 
 from graph.models import Fact, RelationalState
@@ -62,27 +60,4 @@ class EvidenceBundle(BaseModel):
         return {i.fact.fact_id: i.alias for i in self.items}
 
 
-M = TypeVar("M", bound=BaseModel)
-_PLAIN_DEFAULTS: dict[type[BaseModel], dict[str, Any]] = {}
-
-
-def built(cls: type[M], **values: Any) -> M:
-    """``cls(**values)`` without validation, for values that are already of their fields' types (the
-    request path's seeds and items: validating ~100 of them was ~8 % of a request, issue 45, and pydantic's
-    own ``model_construct`` costs more than validating). It does what ``model_construct`` does for a model
-    without aliases, extra fields or private attributes; a field left out takes its plain default (one
-    with a default factory must be given). tests/test_evidence_build.py checks it equals validation."""
-    defaults = _PLAIN_DEFAULTS.get(cls)
-    if defaults is None:
-        defaults = _PLAIN_DEFAULTS[cls] = {n: f.default for n, f in cls.model_fields.items()
-                                           if f.default_factory is None and not f.is_required()}
-    obj = cls.__new__(cls)
-    fields = {n: values[n] if n in values else defaults[n] for n in cls.model_fields}
-    object.__setattr__(obj, "__dict__", fields)
-    object.__setattr__(obj, "__pydantic_fields_set__", set(values))
-    object.__setattr__(obj, "__pydantic_extra__", None)
-    object.__setattr__(obj, "__pydantic_private__", None)
-    return obj
-
-
-__all__ = ["EvidenceBundle", "EvidenceItem", "Explain", "SeedHit", "built"]
+__all__ = ["EvidenceBundle", "EvidenceItem", "Explain", "SeedHit"]

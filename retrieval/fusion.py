@@ -12,7 +12,7 @@ from typing import Protocol, TypeVar
 import numpy as np
 
 from graph.models import Fact
-from retrieval.evidence import SeedHit, built
+from retrieval.evidence import SeedHit
 from retrieval.seeds.model import RouteIndex
 from retrieval.seeds.rank import DEFAULT_ROUTE_WEIGHTS
 
@@ -218,10 +218,9 @@ class IndexFusion:
                          cfg.session_redundancy)
         d_rank, t_rank = self.first.get("fact_dense", {}), self.first.get("fact_bm25", {})
         none = (None, None)
-        # unvalidated (retrieval/evidence.py: built): ids are str, scores Python floats, ranks Python ints
-        return [built(SeedHit, fact_id=f, score=scores[f], routes={r: v[f][0] for r, v in self.first.items() if f in v},
-                      dense_rank=d_rank.get(f, none)[0], dense_score=d_rank.get(f, none)[1],
-                      text_rank=t_rank.get(f, none)[0], text_score=t_rank.get(f, none)[1]) for f in best]
+        return [SeedHit(fact_id=f, score=scores[f], routes={r: v[f][0] for r, v in self.first.items() if f in v},
+                        dense_rank=d_rank.get(f, none)[0], dense_score=d_rank.get(f, none)[1],
+                        text_rank=t_rank.get(f, none)[0], text_score=t_rank.get(f, none)[1]) for f in best]
 
 
 def _id_order(ids: Sequence[str], rows: np.ndarray) -> np.ndarray:

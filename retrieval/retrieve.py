@@ -30,6 +30,7 @@ from retrieval.evidence import SeedHit as SeedHit
 from graph.models import Fact, Relation, RelationalState, utcnow
 from retrieval.seeds.breadth import asks_for_gist, asks_for_several, draws_on_assistant, informative_window, spans_conversation
 from retrieval.seeds.index import InformationMeasure, RouteIndex
+from retrieval.seeds.model import ConceptPaths
 from retrieval.seeds.rank import DEFAULT_ROUTE_WEIGHTS, INSTRUCTION_LIMIT, ROUTES, SECOND_PASS, RouteContext, RouteName
 from graph.rules import derive_state
 from graph.store import GraphStore, Subgraph
@@ -334,7 +335,8 @@ def index_subgraph(index: RouteIndex, seed_ids: Sequence[str], cfg: RetrievalCon
             if allowed_ids is None or (r.src in allowed_ids and r.dst in allowed_ids)}
     sub = Subgraph(facts=facts, relations=list(rels.values()),
                    concept_of={f: index.concept_of[f] for f in facts if f in index.concept_of},
-                   concept_paths={f: index.concept_paths[f] for f in facts if f in index.concept_paths})
+                   concept_paths=paths.of(facts) if isinstance(paths := index.concept_paths, ConceptPaths)
+                   else {f: paths[f] for f in facts if f in paths})
     return sub, rounds, capped
 
 
@@ -361,7 +363,7 @@ def components(ids: Sequence[str], edges: Sequence[tuple[str, str]]) -> dict[str
 
 
 def _as_window(s: SeedHit) -> SeedHit:
-    """``s`` flagged as a neighbour-route addition: a new SeedHit (3x cheaper than ``model_copy`` with an update)."""
+    """``s`` flagged as a neighbour-route addition: a new SeedHit (``model_copy`` with an update costs more)."""
     return SeedHit(**(s.__dict__ | {"window": True}))
 
 
@@ -395,15 +397,17 @@ def brief(f: Fact, index: RouteIndex | None, query: str, words: int) -> str | No
     return prefix + informative_window(f.statement[len(prefix):], index.fbm25.idf, query, words)
 
 
-def _state(index: RouteIndex | None, f: Fact, sub: Subgraph, rels: list[Relation], now: datetime) -> RelationalState | None:
+def _state(index: RouteIndex | None, f: Fact, sub: Subgraph, rels: list[Relation], now: datetime,
+           capped: bool = True) -> RelationalState | None:
     """``f``'s state from the index's per-version cache (derived and kept on first use), where it is the
     state ``derive_state`` gives here: every relation of ``f`` is in ``rels`` with its other end fetched,
-    and ``f`` has no expiry or end of validity (the one way ``now`` enters); else None."""
+    and ``f`` has no expiry or end of validity (the one way ``now`` enters); else None. ``capped`` False:
+    ``sub`` is the index's whole closure (``index_subgraph``, no cap hit), so every other end is in it."""
     if index is None or f.expired_at is not None or f.valid_to is not None:
         return None
     fid = f.fact_id
     every = index.relations_of.get(fid, ())
-    if len(rels) != len(every) or any((r.dst if r.src == fid else r.src) not in sub.facts for r in every):
+    if len(rels) != len(every) or (capped and any((r.dst if r.src == fid else r.src) not in sub.facts for r in every)):
         return None  # a relation or a partner left out (the traversal cap): derived from what is here
     got: RelationalState | None = index.states.get(fid)
     if got is None:
@@ -464,7 +468,7 @@ def retrieve(store: GraphStore, user_id: str, query: str, query_embedding: Seque
     items: list[EvidenceItem] = []
     for n, fid in enumerate(order, start=1):
         f = sub.facts[fid]
-        state = _state(index, f, sub, rels_of[fid], now) if cfg.traverse and allowed_ids is None else None
+        state = _state(index, f, sub, rels_of[fid], now, capped) if cfg.traverse and allowed_ids is None else None
         if state is None:
             path = sub.concept_paths.get(fid, ())
             state = derive_state(f, rels_of[fid] if cfg.traverse else [], sub.facts, path, now)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -105,6 +105,19 @@ class ConceptPaths(Mapping[str, tuple[str, ...]]):
 
     def __contains__(self, fact_id: object) -> bool:
         return fact_id in self.concept_of
+
+    def of(self, fact_ids: Iterable[str]) -> dict[str, tuple[str, ...]]:
+        """``{f: self[f]}`` for those of ``fact_ids`` placed in a concept, in one call (a request's bundle)."""
+        out: dict[str, tuple[str, ...]] = {}
+        seen, concept_of = self._seen, self.concept_of
+        for f in fact_ids:
+            c = concept_of.get(f)
+            if c is not None:
+                got = seen.get(c)
+                if got is None:
+                    got = seen[c] = concept_path(self.concepts, self.parent, c)
+                out[f] = got
+        return out
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.concept_of)
