@@ -39,10 +39,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--checkpoint", default=None, help="Policy checkpoint (default: the shipped one).")
     ap.add_argument("--threads", type=int, default=None, help="torch threads (default: OMP_NUM_THREADS, as serving).")
     ap.add_argument("--before-module", default=None, help="An earlier policy/fastfact.py to time as 'before'.")
-    ap.add_argument("--repeat", type=int, default=1, help="Timed runs per request and path (the median is kept).")
+    ap.add_argument("--repeat", type=int, default=1, help="Timed runs per request and path (the median is kept; "
+                    "the old, generating path runs once: it is the reference, not the figure).")
     ap.add_argument("--data", nargs="*", default=[], help="heldout.jsonl files: also compare on these instances.")
     ap.add_argument("--limit", type=int, default=0, help="At most N instances from --data.")
     ap.add_argument("--states-out", default=None, help="Append the fast path's states on --data as JSONL (row by row).")
+    ap.add_argument("--merge", action="store_true", help="The fast path (and --before-module) on a copy of the "
+                    "adapter merged into the base weights at load; the old path stays the unmerged adapter.")
     ap.add_argument("--skip-old", action="store_true", help="Time the fast path only (no old-path comparison).")
     ap.add_argument("--no-examples", action="store_true", help="Skip the example history.")
     ap.add_argument("--head", nargs="?", const="", default=None, help="Also time the distilled head "
@@ -64,21 +67,23 @@ def main(argv: list[str] | None = None) -> int:
         torch.set_num_threads(ns.threads)
     ckpt = ns.checkpoint or str(shipped_policy_dir())
     old = LocalLearnedPolicy.from_checkpoint(ckpt, temperature=0.0, max_new_tokens=192)
-    fast = FastFactPolicy(old)
+    fast_pol = (LocalLearnedPolicy.from_checkpoint(ckpt, temperature=0.0, max_new_tokens=192, merge=True)
+                if ns.merge else old)
+    fast = FastFactPolicy(fast_pol)
     if ns.before_module:
         import importlib.util
 
         spec = importlib.util.spec_from_file_location("fastfact_before", ns.before_module)
         mod = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
         spec.loader.exec_module(mod)  # type: ignore[union-attr]
-        ns.before = mod.FastFactPolicy(old)
+        ns.before = mod.FastFactPolicy(fast_pol)
     if ns.head is not None:
         from policy.head import HeadPolicy
 
         ns.head_policy = HeadPolicy(ns.head or None)
         ns.head_policy.embedder.embed(["warm-up"])  # the retrieval embedder is loaded at serve time already
     queries = [] if ns.no_examples else example_queries()
-    report: dict[str, Any] = {"checkpoint": ckpt, "threads": torch.get_num_threads(), "load": os.getloadavg()}
+    report: dict[str, Any] = {"checkpoint": ckpt, "merged": ns.merge, "threads": torch.get_num_threads(), "load": os.getloadavg()}
     rows = [compare(old, fast, q, ns) for q in queries]
     if rows:
         report["examples"] = rows
@@ -180,9 +185,9 @@ def compare(old: object, fast: object, q: dict[str, object], ns: argparse.Namesp
     bundle, request, choices = q["bundle"], q["request"], q["choices"]
     aliases = [it.alias for it in bundle.items]  # type: ignore[attr-defined]
 
-    def timed(fn: object) -> tuple[object, float, float]:
+    def timed(fn: object, repeat: int = ns.repeat) -> tuple[object, float, float]:
         times, cpu, res = [], [], None
-        for _ in range(ns.repeat):
+        for _ in range(repeat):
             t0, c0 = time.perf_counter(), time.process_time()
             res = fn()  # type: ignore[operator]
             times.append((time.perf_counter() - t0) * 1000)
@@ -214,7 +219,7 @@ def compare(old: object, fast: object, q: dict[str, object], ns: argparse.Namesp
             row["head_misses"] = needs.misses(items, parse_state(htext, aliases))  # type: ignore[attr-defined]
     if not ns.skip_old:
         text, old_ms, old_cpu = timed(lambda: old.state_texts([(request, bundle, choices)],  # type: ignore[attr-defined]
-                                                              batch_size=max(len(aliases), 1))[0])
+                                                              batch_size=max(len(aliases), 1))[0], 1)
         old_lines = [fact_line_text(x.split(": ", 1)[1]) if ": " in x else x for x in str(text).splitlines()]
         same = [a.strip() == b.strip() for a, b in zip(old_lines, lines)]  # type: ignore[arg-type,call-overload]
         row.update(old_ms=round(old_ms, 1), old_cpu_ms=round(old_cpu, 1), same=all(same) and len(same) == len(aliases), same_lines=sum(same))

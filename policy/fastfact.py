@@ -129,110 +129,9 @@ class FastFactPolicy:
         if not bundle.items:
             return []
         rows = self.prompts(request, bundle, choices)
-        n = len(rows)
         p = shared_prefix(rows)
-        model = self.model
-        dev = model.device
-        with torch.no_grad():
-            cache = None
-            mask = torch.ones((n, 0), dtype=torch.long, device=dev)
-            pos = [0] * n
-            if p:
-                cache = self._prefix_cache(rows[0][:p])
-                cache.batch_repeat_interleave(n)
-                mask = torch.ones((n, p), dtype=torch.long, device=dev)
-                pos = [p] * n
-
-            def step(parents: list[int], chunks: list[list[int]], read: list[int] | None = None) -> Any:
-                """Feed ``chunks[k]`` after row ``parents[k]``'s tokens (a row may be fed several branches):
-                the cache, mask and positions become those of the ``len(chunks)`` new rows; logits of every
-                position in ``read`` (positions counted from the start of the fed width; default: the last),
-                in that order."""
-                nonlocal cache, mask, pos
-                width = max(len(c) for c in chunks)
-                rows_n = len(chunks)
-                ids = torch.full((rows_n, width), self.pad, dtype=torch.long)
-                m = torch.zeros((rows_n, width), dtype=torch.long)
-                pid = torch.zeros((rows_n, width), dtype=torch.long)
-                new_pos = []
-                for r, (par, c) in enumerate(zip(parents, chunks)):
-                    k = width - len(c)
-                    ids[r, k:] = torch.tensor(c)
-                    m[r, k:] = 1
-                    pid[r, k:] = torch.arange(pos[par], pos[par] + len(c))
-                    pid[r, :k] = pos[par]
-                    new_pos.append(pos[par] + len(c))
-                if parents != list(range(len(pos))):
-                    index = torch.tensor(parents, device=dev)
-                    mask = mask[index]
-                    if cache is not None:
-                        cache.batch_select_indices(index)
-                mask = torch.cat([mask, m.to(dev)], 1)
-                pos = new_pos
-                keep = torch.tensor(read if read is not None else [width - 1], device=dev)
-                o = model(ids.to(dev), attention_mask=mask, position_ids=pid.to(dev), past_key_values=cache,
-                          use_cache=True, logits_to_keep=keep)  # the LM head only where a decision is read
-                cache = o.past_key_values
-                return o.logits.float()
-
-            logits = step(list(range(n)), [r[p:] for r in rows])[:, -1]
-            nodes = [self.trie.root] * n
-            taken: list[list[int]] = [[] for _ in range(n)]
-            done = [False] * n
-            at_row = list(range(n))  # the cache row that continues fact r
-            while not all(done):
-                # each row takes its decision and the forced tokens after it (``chunk``), and is fed that with
-                # every option of its next decision point appended (with the forced tokens after each): one
-                # forward then gives that next decision (at the chunk's end, the same in every branch) and the
-                # logits after the chosen branch, so a batched forward settles two decisions
-                parents: list[int] = []
-                chunks: list[list[int]] = []
-                plan: list[tuple[int, list[int], dict[Any, Any]]] = []  # (length of chunk, branch tail, node after)
-                for r in range(n):
-                    if done[r]:
-                        parents.append(at_row[r])
-                        chunks.append([self.pad])  # a masked filler: the row is finished
-                        plan.append((0, [], {}))
-                        continue
-                    chunk, node = _walk(nodes[r], _argmax(nodes[r], logits[r]))
-                    taken[r] += chunk
-                    nodes[r] = node
-                    options = [t for t in node if t is not None]
-                    if not options:
-                        done[r] = True
-                        parents.append(at_row[r])
-                        chunks.append([self.pad])
-                        plan.append((0, [], {}))
-                        continue
-                    for t in options:
-                        tail, after = _walk(node, t)
-                        parents.append(at_row[r])
-                        chunks.append(chunk + tail)
-                        plan.append((len(chunk), tail, after))
-                if all(done):
-                    break
-                width = max(len(c) for c in chunks)
-                ends = {k: width - len(chunks[k]) + plan[k][0] - 1 for k in range(len(chunks)) if plan[k][1]}
-                read = sorted({*ends.values(), width - 1})
-                full = step(parents, chunks, read)
-                keep: list[int] = []
-                nxt = torch.zeros_like(logits)
-                for r in range(n):
-                    ks = [k for k, par in enumerate(parents) if par == at_row[r]]
-                    if done[r]:
-                        keep.append(ks[0])
-                        continue
-                    k0 = ks[0]
-                    at = read.index(ends[k0])  # the chunk's last token
-                    first = {plan[k][1][0]: k for k in ks}
-                    k = first[_argmax(nodes[r], full[k0, at])]
-                    taken[r] += plan[k][1]
-                    nodes[r] = plan[k][2]
-                    nxt[r] = full[k, -1]
-                    done[r] = not [x for x in nodes[r] if x is not None]
-                    keep.append(k)
-                at_row = keep  # the next step selects these rows of the cache (the chosen branches)
-                logits = nxt
+        with torch.inference_mode():
+            taken = _Packed(self, rows, p).decide()
         return [self.tokenizer.decode(t) for t in taken]
 
     def _prefix_cache(self, prefix: list[int]) -> Any:
@@ -269,3 +168,110 @@ class FastFactPolicy:
 
     def state(self, request: str, bundle: EvidenceBundle, choices: Sequence[str] | None = None) -> ReasoningState:
         return fit_state(parse_state(self.state_text(request, bundle, choices), [it.alias for it in bundle.items]))
+
+
+class _Packed:
+    """One request's decisions with every sequence packed into **one** row (batch 1): the facts' suffixes
+    side by side after the shared prefix, then each step's decision chunks and branches after them. A 4-D
+    attention mask gives every token exactly the keys its own fact's prompt has (the prefix, its own
+    suffix, the tokens its fact has taken so far, causally), and position ids continue each fact's own
+    sequence, so each token sees what it would see in its own prompt; nothing is padded, and branches not
+    taken stay in the cache, masked out of everything after them."""
+
+    def __init__(self, fast: FastFactPolicy, rows: list[list[int]], p: int):
+        import torch
+
+        self.fast, self.rows, self.p = fast, rows, p
+        self.model = fast.model
+        self.dev = self.model.device
+        self.cache = fast._prefix_cache(rows[0][:p]) if p else None
+        self.kv = p  # keys in the cache
+        self.ctx = [list(range(p)) for _ in rows]  # each fact's keys so far
+        self.pos = [p] * len(rows)  # each fact's next position
+        self.torch = torch
+
+    def feed(self, segs: list[tuple[list[int], list[int], int]]) -> tuple[Any, list[range]]:
+        """Feed ``segs`` = (tokens, keys they see besides themselves, first position) in one forward: the
+        logits at each segment's last token (in order) and the cache slots each segment's tokens took."""
+        torch = self.torch
+        q = sum(len(t) for t, _, _ in segs)
+        ids: list[int] = []
+        pid: list[int] = []
+        slots: list[range] = []
+        ends: list[int] = []
+        mask = torch.zeros((q, self.kv + q), dtype=torch.bool)
+        at = 0
+        for toks, ctx, start in segs:
+            n = len(toks)
+            ids += toks
+            pid += range(start, start + n)
+            if ctx:
+                mask[at:at + n, torch.tensor(ctx)] = True
+            mask[at:at + n, self.kv + at:self.kv + at + n] = torch.ones((n, n), dtype=torch.bool).tril()
+            slots.append(range(self.kv + at, self.kv + at + n))
+            at += n
+            ends.append(at - 1)
+        o = self.model(torch.tensor([ids], device=self.dev), attention_mask=mask[None, None].to(self.dev),
+                       position_ids=torch.tensor([pid], device=self.dev), past_key_values=self.cache, use_cache=True,
+                       logits_to_keep=torch.tensor(ends, device=self.dev))
+        self.cache = o.past_key_values
+        self.kv += q
+        return o.logits[0].float(), slots
+
+    def decide(self) -> list[list[int]]:
+        n, trie = len(self.rows), self.fast.trie
+        logits, slots = self.feed([(r[self.p:], self.ctx[k], self.p) for k, r in enumerate(self.rows)])
+        for k in range(n):
+            self.ctx[k] = self.ctx[k] + list(slots[k])
+            self.pos[k] += len(slots[k])
+        last = [logits[k] for k in range(n)]
+        nodes: list[dict[Any, Any]] = [trie.root] * n
+        taken: list[list[int]] = [[] for _ in range(n)]
+        live = list(range(n))
+        while live:
+            # each live fact takes its decision and the forced tokens after it (its chunk, which also gives its
+            # next decision point's logits), and every option of that next point is fed after the chunk as a
+            # branch (with the forced tokens after it): one forward settles two decisions per fact
+            segs: list[tuple[list[int], list[int], int]] = []
+            plan: list[tuple[int, int, list[tuple[list[int], dict[Any, Any]]]]] = []  # (fact, chunk seg, branches)
+            for k in live:
+                chunk, node = _walk(nodes[k], _argmax(nodes[k], last[k]))
+                taken[k] += chunk
+                nodes[k] = node
+                options = [t for t in node if t is not None]
+                if not options:
+                    continue
+                c = len(segs)
+                segs.append((chunk, self.ctx[k], self.pos[k]))
+                branches = [_walk(node, t) for t in options]
+                plan.append((k, c, branches))
+                # a branch sees the fact's keys and the chunk; its slots are known only after the forward,
+                # so they are filled in below (the chunk's slots come right before, at a known offset)
+                for tail, _ in branches:
+                    segs.append((tail, [], self.pos[k] + len(chunk)))
+            if not plan:
+                break
+            # the chunk's slots are known before the forward: fill them into its branches' keys
+            base = self.kv
+            offsets = [0]
+            for t, _, _ in segs:
+                offsets.append(offsets[-1] + len(t))
+            for k, c, branches in plan:
+                chunk_slots = list(range(base + offsets[c], base + offsets[c + 1]))
+                for b in range(len(branches)):
+                    t, _, start = segs[c + 1 + b]
+                    segs[c + 1 + b] = (t, self.ctx[k] + chunk_slots, start)
+            logits, slots = self.feed(segs)
+            live = []
+            for k, c, branches in plan:
+                first = {tail[0]: b for b, (tail, _) in enumerate(branches)}
+                b = first[_argmax(nodes[k], logits[c])]
+                tail, after = branches[b]
+                taken[k] += tail
+                self.ctx[k] = self.ctx[k] + list(slots[c]) + list(slots[c + 1 + b])
+                self.pos[k] += len(slots[c]) + len(tail)
+                nodes[k] = after
+                last[k] = logits[c + 1 + b]
+                if [t for t in after if t is not None]:
+                    live.append(k)
+        return taken
