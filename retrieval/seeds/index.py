@@ -19,7 +19,6 @@ the name pulls one speaker's facts together (docs/design-notes.md §14).
 
 from __future__ import annotations
 
-import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
@@ -48,37 +47,6 @@ __all__ = ["InformationMeasure", "RouteIndex", "RouteIndexCache", "build_index",
            "retrieval_text"]
 # A pending ChangeSet list longer than this is dropped: that many commits unread means a rebuild is cheaper.
 MAX_PENDING = 256
-# The interpreter's thread switch interval while a version read is in flight (``use``; Python's default is
-# 5 ms). The read's thread needs the GIL twice, to send and to decode the reply, while the request's thread
-# runs the seed routes holding it; each time it waits until the running thread is told to let go, up to one
-# interval. At 5 ms those two waits, not the server, were most of Neo4j's wall time over embedded (issue 45:
-# 16.1 vs 5.6 ms p50 with 1.3 ms of driver CPU).
-HANDOFF_INTERVAL_S = 0.0005
-
-
-class _QuickHandoff:
-    """While any holder is inside, the switch interval is at most HANDOFF_INTERVAL_S; the last one out
-    puts back what it was when the first came in."""
-
-    def __init__(self) -> None:
-        self._lock, self._n, self._saved = threading.Lock(), 0, 0.0
-
-    def __enter__(self) -> None:
-        with self._lock:
-            if self._n == 0:
-                self._saved = sys.getswitchinterval()
-                if self._saved > HANDOFF_INTERVAL_S:
-                    sys.setswitchinterval(HANDOFF_INTERVAL_S)
-            self._n += 1
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self._n -= 1
-            if self._n == 0:
-                sys.setswitchinterval(self._saved)
-
-
-quick_handoff = _QuickHandoff()
 
 
 def build_index(snap: Snapshot | None, turns: Sequence[tuple[str, str, str]], token: str, embed: Embed | None,
@@ -273,15 +241,14 @@ class RouteIndexCache:
             hit = self._d.get(user_id)
         if hit is None or not store.remote_version_token:
             return fn(self.get(store, user_id))
-        with quick_handoff:  # the read's thread gets the GIL back within 0.5 ms, not 5 (HANDOFF_INTERVAL_S)
-            pending = self._version_read(store, user_id)
-            try:
-                out = fn(hit)
-            except Exception:
-                if pending.result() == hit.token:
-                    raise
-                return fn(self.get(store, user_id, pending.result()))  # it failed on a stale index
-            token = pending.result()
+        pending = self._version_read(store, user_id)
+        try:
+            out = fn(hit)
+        except Exception:
+            if pending.result() == hit.token:
+                raise
+            return fn(self.get(store, user_id, pending.result()))  # it failed on a stale index
+        token = pending.result()
         if token != hit.token:
             return fn(self.get(store, user_id, token))
         with self._lock:
